@@ -1,0 +1,34 @@
+"The project's own hygiene: notebooks are clean, and the package is exactly what the notebooks export."
+import filecmp, shutil, subprocess, sys
+from pathlib import Path
+from conftest import ROOT
+
+def _copy_project(dest:Path) -> Path:
+    "A throwaway copy of what nbdev reads and writes: settings.ini, nbs/ and caopd/."
+    shutil.copy(ROOT/'settings.ini', dest/'settings.ini')
+    shutil.copytree(ROOT/'nbs', dest/'nbs')
+    shutil.copytree(ROOT/'caopd', dest/'caopd', ignore=shutil.ignore_patterns('__pycache__'))
+    return dest
+
+def _changed(a:Path, b:Path, pattern:str) -> list[str]:
+    "Files matching `pattern` that differ between trees `a` and `b`, or exist in only one of them."
+    fa = {p.relative_to(a) for p in a.rglob(pattern) if '__pycache__' not in p.parts}
+    fb = {p.relative_to(b) for p in b.rglob(pattern) if '__pycache__' not in p.parts}
+    return sorted(str(p) for p in fa ^ fb) + sorted(str(p) for p in fa & fb if not filecmp.cmp(a/p, b/p, shallow=False))
+
+def _nbdev(cmd:str, cwd:Path):
+    "Run one of nbdev's console scripts (they sit beside the interpreter) in `cwd`."
+    res = subprocess.run([str(Path(sys.executable).parent/f'nbdev_{cmd}')], cwd=cwd, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+
+def test_notebooks_are_clean(tmp_path):
+    proj = _copy_project(tmp_path)
+    _nbdev('clean', proj)
+    dirty = _changed(ROOT/'nbs', proj/'nbs', '*.ipynb')
+    assert not dirty, f'run `.ci/env nbdev_clean` and commit: not clean: {dirty}'
+
+def test_package_matches_notebooks(tmp_path):
+    proj = _copy_project(tmp_path)
+    _nbdev('export', proj)
+    stale = _changed(ROOT/'caopd', proj/'caopd', '*.py')
+    assert not stale, f'run `.ci/env nbdev_export` and commit: caopd/ differs from the notebooks in {stale}'
