@@ -1,0 +1,70 @@
+"Two CPU processes (torchrun) and one process see the same mu_hat, revised completions and teacher prompts."
+import json, socket, subprocess, sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from trainer_helpers import K, n_right, tiny_model_dir
+
+SCRIPT = ROOT/'tests'/'trainer_mp_run.py'
+
+
+def _run(cmd, **kw):
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, **kw)
+    assert res.returncode == 0, f'{cmd} failed:\n{res.stdout[-3000:]}\n{res.stderr[-6000:]}'
+
+
+def _records(out:Path, method:str) -> tuple[dict, list]:
+    "Every rank's records of `method`, keyed by (step, global row index), and the per-rank run infos."
+    infos = [json.loads(p.read_text()) for p in sorted(out.glob(f'{method}-rank*.json'))]
+    recs = {}
+    for rank, info in enumerate(infos):
+        for r in info['records']:
+            key = (r['step'], r['index'])
+            assert key not in recs, f'row {key} prepared twice'
+            recs[key] = dict(r, rank=rank)
+    return recs, infos
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(('127.0.0.1', 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope='module')
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp('mp')
+    model = tiny_model_dir(tmp/'model')
+    torchrun = Path(sys.executable).parent/'torchrun'
+    _run([sys.executable, str(SCRIPT), model, str(tmp/'one'), '--per-device', str(K)])
+    _run([str(torchrun), '--nproc_per_node', '2', '--master_port', str(_free_port()), str(SCRIPT), model, str(tmp/'two'),
+          '--per-device', str(K // 2)])
+    return tmp/'one', tmp/'two'
+
+
+@pytest.mark.parametrize('method', ['sdpo', 'sdft'])
+def test_same_mu_hat_on_one_and_two_processes(runs, method):
+    (one, one_infos), (two, two_infos) = (_records(d, method) for d in runs)
+    assert [i['world_size'] for i in one_infos] == [1]
+    assert [i['world_size'] for i in two_infos] == [2, 2] and 'MULTI_CPU' in two_infos[0]['distributed_type']
+    assert sorted(one) == sorted(two) and len(one) == 4 * K  # 4 steps, one prompt (K rows) each
+    steps = sorted({s for s, _ in one})
+    for s in steps:  # each prompt's group is split across the two processes
+        assert {two[(s, i)]['rank'] for i in range(K)} == {0, 1}
+    for key, r in one.items():
+        assert r['mu_hat'] == n_right(r['id']) / K, (key, r)
+        for field in ('id', 'mu_hat', 'completion', 'teacher_prompt'):
+            assert two[key][field] == r[field], (method, key, field, two[key][field], r[field])
+    # a sibling that lives on the other process is found: prompt with one right rollout (k=0, on rank 0)
+    solo = [r for r in one.values() if n_right(r['id']) == 1]
+    assert solo
+    if method == 'sdpo':
+        for r in solo:
+            k = r['index'] % K
+            assert ('Correct solution' in r['teacher_prompt']) == (k != 0), r  # k=0 only has itself: fallback
+            if k >= 2: assert two[(r['step'], r['index'])]['rank'] == 1
+    # the runs train the same: DDP averages the two halves' gradients into the one-process gradient
+    loss = lambda infos: [h['loss'] for h in infos[0]['logs'] if 'loss' in h]
+    assert loss(one_infos) == pytest.approx(loss(two_infos), rel=1e-4)

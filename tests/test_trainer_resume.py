@@ -1,0 +1,73 @@
+"Resuming a CaOPD run from a checkpoint continues it with the same state: student, optimiser and EMA teacher."
+import os
+
+import pytest
+import torch
+
+from trainer_helpers import K, chemistry_rows, tiny_model_dir
+
+from caopd.trainer import EMA_TEACHER_FILE, CaOPDSDFTConfig, CaOPDSDFTTrainer
+from caopd.verifiers import mcq_reward
+
+
+def _trainer(model_dir, out, dataset, tok):
+    args = CaOPDSDFTConfig(output_dir=str(out), use_cpu=True, bf16=False, gradient_checkpointing=False,
+                           report_to='none', disable_tqdm=True, logging_steps=1, per_device_train_batch_size=K,
+                           num_generations=K, max_completion_length=8, max_steps=4, save_steps=2, seed=0,
+                           learning_rate=1e-2, warmup_steps=0, teacher_update_rate=0.5)
+    return CaOPDSDFTTrainer(model_dir, mcq_reward, args, train_dataset=dataset, processing_class=tok)
+
+
+def _state(trainer):
+    "Student and EMA-teacher weights."
+    student = {f's.{n}': p.detach().clone() for n, p in trainer.model.state_dict().items()}
+    teacher = {f't.{n}': p.detach().clone() for n, p in trainer._ema_teacher().state_dict().items()}
+    return student | teacher
+
+
+def _max_diff(a, b):
+    return max((a[k] - b[k]).abs().max().item() for k in a)
+
+
+@pytest.fixture(scope='module')
+def setup(tmp_path_factory):
+    from transformers import AutoTokenizer
+    tmp = tmp_path_factory.mktemp('resume')
+    model_dir = tiny_model_dir(tmp/'model')
+    dataset, tok = chemistry_rows(4), AutoTokenizer.from_pretrained(model_dir)
+    full = _trainer(model_dir, tmp/'full', dataset, tok)
+    full.train()  # 4 steps straight, checkpoints at 2 and 4
+    return tmp, model_dir, dataset, tok, full
+
+
+def test_checkpoint_holds_the_ema_teacher(setup):
+    tmp, *_ = setup
+    for step in (2, 4): assert (tmp/'full'/f'checkpoint-{step}'/EMA_TEACHER_FILE).is_file()
+
+
+def test_resume_continues_with_the_same_state(setup):
+    tmp, model_dir, dataset, tok, full = setup
+    resumed = _trainer(model_dir, tmp/'resumed', dataset, tok)
+    resumed.train(resume_from_checkpoint=str(tmp/'full'/'checkpoint-2'))
+    assert resumed.state.global_step == 4
+    losses = lambda t: [h['loss'] for h in t.state.log_history if 'loss' in h]
+    assert len(losses(resumed)) == 4  # steps 1-2 restored from the checkpoint state, 3-4 trained again
+    assert losses(resumed)[2:] == pytest.approx(losses(full)[2:], rel=1e-5)
+    assert _max_diff(_state(resumed), _state(full)) < 1e-6
+    # and the checkpoint's teacher is what was restored: the run moved it (rate 0.5) away from the initial weights
+    fresh = _trainer(model_dir, tmp/'fresh', dataset, tok)
+    assert _max_diff(_state(fresh), _state(full)) > 1e-3
+
+
+def test_resume_without_the_teacher_file_differs(setup):
+    "The control: a checkpoint without the EMA teacher resumes with a different teacher (and says so)."
+    tmp, model_dir, dataset, tok, full = setup
+    import shutil
+    ckpt = tmp/'no_teacher'/'checkpoint-2'
+    shutil.copytree(tmp/'full'/'checkpoint-2', ckpt)
+    os.remove(ckpt/EMA_TEACHER_FILE)
+    resumed = _trainer(model_dir, tmp/'no_teacher_run', dataset, tok)
+    with pytest.warns(UserWarning, match='EMA teacher restarts'):
+        resumed.train(resume_from_checkpoint=str(ckpt))
+    teacher = lambda t: {k: v for k, v in _state(t).items() if k.startswith('t.')}
+    assert _max_diff(teacher(resumed), teacher(full)) > 1e-4

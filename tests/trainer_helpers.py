@@ -1,0 +1,73 @@
+"Shared pieces of the trainer tests: a tiny model folder, a few Chemistry rows, and scripted (deterministic) rollouts."
+import os, warnings, zlib
+from pathlib import Path
+
+os.environ.setdefault('TRL_EXPERIMENTAL_SILENCE', '1')
+warnings.filterwarnings('ignore', category=FutureWarning)
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+K = 4  # rollouts per prompt in these tests
+
+
+def tiny_model_dir(dest, seed:int=0) -> str:
+    "Save `caopd.models.tiny_model` with larger random weights (so contexts change its logits) into `dest`."
+    from caopd.models import tiny_model
+    model, tok = tiny_model(seed=seed)
+    with torch.no_grad():
+        g = torch.Generator().manual_seed(seed)
+        for p in model.parameters():
+            if p.dim() > 1: p.copy_(torch.randn(p.shape, generator=g) * 0.5)
+    model.save_pretrained(dest); tok.save_pretrained(dest)
+    return str(dest)
+
+
+def chemistry_rows(n:int):
+    "The first `n` Chemistry L3 fixture rows as a `datasets.Dataset`."
+    from caopd.data import load_domain
+    return load_domain('chemistry', 'all', data_dir=ROOT/'data'/'fixtures').select(range(n))
+
+
+def n_right(row_id:str, group_size:int=K) -> int:
+    "How many of a prompt's scripted rollouts are right: the row's number (fixture ids end in it) modulo K+1."
+    tail = row_id.rsplit('-', 1)[-1]
+    return (int(tail) if tail.isdigit() else zlib.crc32(row_id.encode())) % (group_size + 1)
+
+
+def scripted_text(row:dict, k:int, group_size:int=K) -> str:
+    "Rollout k of `row`'s group: right for k < n_right(row), with a confidence line on even k only."
+    letter = row['answer'] if k < n_right(row['id'], group_size) else ('A' if row['answer'] != 'A' else 'B')
+    text = f"<reasoning>\nStep {k}.\n</reasoning>\n<answer>\n{letter}\n</answer>"
+    return text + f"\nConfidence: 0.{9 - k}" if k % 2 == 0 else text
+
+
+class ScriptedRollouts:
+    "Mixin for a CaOPD trainer: 'sample' `scripted_text` instead of generating, by global row index; record batches."
+
+    def sample_rollouts(self, inputs):
+        self._rows = inputs
+        return super().sample_rollouts(inputs)
+
+    def _generate(self, prompt_ids):
+        B, G = len(prompt_ids), self._group_size()
+        start = self.accelerator.process_index * B  # TRL's layout: process p holds global rows [pB, (p+1)B)
+        tok = self.processing_class
+        texts = [scripted_text(row, (start + i) % G, G) for i, row in enumerate(self._rows)]
+        return prompt_ids, [tok.encode(t, add_special_tokens=False) + [tok.eos_token_id] for t in texts]
+
+    def _prepare_training_batch(self, inputs):
+        batch = super()._prepare_training_batch(inputs)
+        tok, B = self.processing_class, len(inputs)
+        T = batch['completion_ids'].shape[1]
+        start = self.accelerator.process_index * B
+        records = getattr(self, 'records', [])
+        for i, row in enumerate(inputs):
+            n = int(batch['raw_completion_lengths'][i])
+            tmask = batch['teacher_attention_mask'][i, :-T].bool()
+            records.append(dict(step=self.state.global_step, index=start + i, id=row['id'],
+                                mu_hat=float(batch['mu_hat'][i]),
+                                completion=tok.decode(batch['completion_ids'][i, :n]),
+                                teacher_prompt=tok.decode(batch['teacher_input_ids'][i, :-T][tmask])))
+        self.records = records
+        return batch

@@ -1,0 +1,50 @@
+"""Train CaOPD-SDPO and CaOPD-SDFT for a few steps on scripted rollouts and write what each process saw to JSON.
+
+Run by tests/test_trainer_multiprocess.py, once with one process and once under `torchrun --nproc_per_node 2`:
+    python tests/trainer_mp_run.py MODEL_DIR OUT_DIR --per-device 4
+    torchrun --nproc_per_node 2 tests/trainer_mp_run.py MODEL_DIR OUT_DIR --per-device 2
+The global batch is the same (4 rows = one prompt's K=4 rollouts per step); with two processes each prompt's group is
+split across them. Each rank writes OUT_DIR/<method>-rank<r>.json: per local row, the step, global row index, prompt
+id, mu_hat, revised completion and teacher prompt.
+"""
+import argparse, json, os, sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from trainer_helpers import K, ScriptedRollouts, chemistry_rows  # noqa: E402 (sets the environment first)
+
+from transformers import AutoTokenizer  # noqa: E402
+
+from caopd.trainer import CaOPDSDFTConfig, CaOPDSDFTTrainer, CaOPDSDPOConfig, CaOPDSDPOTrainer  # noqa: E402
+from caopd.verifiers import mcq_reward  # noqa: E402
+
+
+class ScriptedSDPO(ScriptedRollouts, CaOPDSDPOTrainer): pass
+class ScriptedSDFT(ScriptedRollouts, CaOPDSDFTTrainer): pass
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument('model_dir'); p.add_argument('out_dir')
+    p.add_argument('--per-device', type=int, required=True)
+    p.add_argument('--steps', type=int, default=4)
+    a = p.parse_args()
+    tok = AutoTokenizer.from_pretrained(a.model_dir)
+    dataset = chemistry_rows(a.steps)  # one prompt per step
+    out = Path(a.out_dir); out.mkdir(parents=True, exist_ok=True)
+    common = dict(use_cpu=True, bf16=False, gradient_checkpointing=False, report_to='none', disable_tqdm=True,
+                  logging_steps=1, save_strategy='no', per_device_train_batch_size=a.per_device, num_generations=K,
+                  max_completion_length=8, max_steps=a.steps, seed=0, learning_rate=1e-3, warmup_steps=0)
+    for name, cls, cfg in (('sdpo', ScriptedSDPO, CaOPDSDPOConfig), ('sdft', ScriptedSDFT, CaOPDSDFTConfig)):
+        trainer = cls(a.model_dir, mcq_reward, cfg(output_dir=str(out / name), **common), train_dataset=dataset,
+                      processing_class=tok)
+        trainer.train()
+        rank = trainer.accelerator.process_index
+        info = dict(world_size=trainer.accelerator.num_processes, distributed_type=str(trainer.accelerator.distributed_type),
+                    records=trainer.records, logs=trainer.state.log_history)
+        (out / f'{name}-rank{rank}.json').write_text(json.dumps(info, indent=1))
+        trainer.accelerator.wait_for_everyone()
+
+
+if __name__ == '__main__':
+    main()
