@@ -44,6 +44,10 @@ def main():
                     records=trainer.records, logs=trainer.state.log_history)
         (out / f'{name}-rank{rank}.json').write_text(json.dumps(info, indent=1))
         trainer.accelerator.wait_for_everyone()
+    # Tear the process group down before exit: leaving it to interpreter shutdown let gloo's threads be destroyed while
+    # joinable, which aborted both ranks ("terminate called without an active exception", SIGABRT) after a good run.
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized(): dist.destroy_process_group()
 
 
 if __name__ == '__main__':
