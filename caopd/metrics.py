@@ -255,17 +255,21 @@ def confidence_histogram(confidence:Sequence|Mapping[str, Sequence], # one serie
 # %% ../nbs/03_metrics.ipynb #c052
 def save_figure(fig, # a plotly Figure
                 path:str|Path, # output path without suffix: writes path.html and path.png
+                png:bool|None=None, # also write the PNG (None: unless the environment sets CAOPD_PNG=0)
                ) -> list:
     "Write `fig` as HTML (plotly.js from the CDN) and as PNG when kaleido works; return the paths written."
+    import os
     path = Path(path)
     if path.suffix in ('.html', '.png'): path = path.with_suffix('')
     path.parent.mkdir(parents=True, exist_ok=True)
-    html, png = path.with_name(path.name + '.html'), path.with_name(path.name + '.png')
+    html, png_path = path.with_name(path.name + '.html'), path.with_name(path.name + '.png')
     fig.write_html(html, include_plotlyjs='cdn')
     written = [html]
+    if png is None: png = os.environ.get('CAOPD_PNG', '1').strip().lower() not in ('0', 'false', 'no', 'off')
+    if not png: return written
     try:
-        fig.write_image(png)
-        written.append(png)
+        fig.write_image(png_path)
+        written.append(png_path)
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
         print(f"save_figure: wrote {html.name} only; PNG export failed ({type(e).__name__}: {msg[:200]})")

@@ -4,11 +4,11 @@
 
 # %% auto #0
 __all__ = ['ESTIMATORS', 'EMA_TEACHER_FILE', 'CAOPD_PAPER', 'empirical_confidence', 'target_denominator', 'CaOPDConfig',
-           'CaOPDSDFTConfig', 'CaOPDSDPOConfig', 'CaOPDMixin', 'EMATeacherCheckpoints', 'CaOPDSDFTTrainer',
+           'CaOPDSDFTConfig', 'CaOPDSDPOConfig', 'CaOPDMixin', 'EMATeacherCheckpoints', 'StepTimer', 'CaOPDSDFTTrainer',
            'CaOPDTeacherContextBuilder', 'CaOPDSDPOTrainer']
 
 # %% ../nbs/07_trainer.ipynb #c002
-import math, os, re, warnings
+import math, os, re, time, warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -228,6 +228,10 @@ class CaOPDMixin:
         m["caopd/rollout_accuracy"].append(all_success.float().mean().item())
         m["caopd/format_adherence"].append(parsed.float().mean().item())
         if parsed.any(): m["caopd/verbalized_confidence"].append(conf[parsed].mean().item())
+        if mode == "train":  # one mu_hat per prompt and step: the distribution of the targets CaOPD distills
+            targets = self.__dict__.setdefault("confidence_targets", [])
+            step = self.state.global_step + 1  # the optimizer step these rollouts train
+            targets.extend(dict(step=step, mu_hat=v) for v in mu_all.view(-1, self._group_size())[:, 0].tolist())
 
     def _revise_completions(self, batch: dict, mu_local: torch.Tensor | None):
         "Target replacement in the completions of `batch` (in place): the confidence value becomes mu_hat."
@@ -317,6 +321,23 @@ class EMATeacherCheckpoints:
         load_model(teacher, path, device=str(next(teacher.parameters()).device))
 
 # %% ../nbs/07_trainer.ipynb #c024
+from transformers import TrainerCallback
+
+class StepTimer(TrainerCallback):
+    "Log `step_time`: the mean wall seconds per optimizer step since the last training log."
+    def __init__(self): self.times, self._t0 = [], None
+    def on_step_begin(self, args, state, control, **kwargs): self._t0 = time.perf_counter()
+    def on_step_end(self, args, state, control, **kwargs):
+        if self._t0 is not None: self.times.append(time.perf_counter() - self._t0)
+        self._t0 = None
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        "The Trainer appended `logs` (as a copy) to `state.log_history` just before this call: add the time to both."
+        if not (self.times and logs is not None and 'loss' in logs): return
+        logs['step_time'] = sum(self.times) / len(self.times)
+        if state.log_history: state.log_history[-1]['step_time'] = logs['step_time']
+        self.times = []
+
+# %% ../nbs/07_trainer.ipynb #c027
 CAOPD_PAPER = {
     "title": "The Illusion of Certainty: Decoupling Capability and Calibration in On-Policy Distillation",
     "citation": ("@article{zhang2026caopd,\n    title  = {{The Illusion of Certainty: Decoupling Capability and "
@@ -405,7 +426,7 @@ class CaOPDSDFTTrainer(CaOPDMixin, EMATeacherCheckpoints, SDFTTrainer):
             teacher_input_ids=batch["teacher_input_ids"], teacher_attention_mask=batch["teacher_attention_mask"])
         return batch
 
-# %% ../nbs/07_trainer.ipynb #c026
+# %% ../nbs/07_trainer.ipynb #c029
 class CaOPDTeacherContextBuilder(SuccessfulRolloutTeacherContextBuilder):
     "SDPO's teacher contexts with target replacement: every completion and every teacher context carries mu_hat."
 
@@ -469,7 +490,7 @@ class CaOPDTeacherContextBuilder(SuccessfulRolloutTeacherContextBuilder):
                 "teacher_attention_mask": torch.cat([tp["prompt_mask"], output["completion_mask"]], dim=1),
                 "self_distillation_mask": sd_mask[start:start + B]}
 
-# %% ../nbs/07_trainer.ipynb #c027
+# %% ../nbs/07_trainer.ipynb #c030
 class CaOPDSDPOTrainer(CaOPDMixin, EMATeacherCheckpoints, SDPOTrainer):
     "TRL's `SDPOTrainer` with CaOPD's target replacement (Algorithm 1), reusing SDPO's rollouts and rewards."
     config_cls = CaOPDSDPOConfig

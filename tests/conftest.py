@@ -8,3 +8,5 @@ os.environ.setdefault('HF_HUB_OFFLINE', '1')
 os.environ.setdefault('HF_DATASETS_OFFLINE', '1')
 os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
 os.environ.setdefault('CAOPD_OFFLINE', '1')
+# figures are written as HTML only: a PNG costs seconds of headless chromium and the tests read the data, not pixels
+os.environ.setdefault('CAOPD_PNG', '0')
