@@ -4,7 +4,8 @@
 
 # %% ../nbs/09_evaluate.ipynb #c002
 from __future__ import annotations
-import json, math, os, time
+import importlib.util, json, math, os, time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from fastcore.script import call_parse
 from .confidence import parse_confidence
@@ -13,7 +14,9 @@ from .verifiers import verify
 from .metrics import calibration_report, reliability_diagram, confidence_histogram, save_figure
 
 # %% auto #0
-__all__ = ['generate', 'score_completions', 'write_jsonl', 'read_jsonl', 'report_markdown', 'evaluate', 'write_run', 'main']
+__all__ = ['OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'BACKENDS', 'DOMAINS', 'generate', 'generate_vllm', 'openai_client',
+           'generate_openai', 'resolve_backend', 'score_completions', 'write_jsonl', 'read_jsonl', 'report_markdown',
+           'evaluate', 'write_run', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'main']
 
 # %% ../nbs/09_evaluate.ipynb #c006
 def generate(model,  # a transformers causal LM
@@ -57,8 +60,146 @@ def generate(model,  # a transformers causal LM
     return out
 
 # %% ../nbs/09_evaluate.ipynb #c008
-def score_completions(rows,  # dataset rows with `id` and `answer` (a `datasets.Dataset` or list of dicts)
-                      completions:list[list[str]],  # `n` completions per row, as `generate` returns them
+def generate_vllm(model,  # model name, alias, HF id or local folder, or an already built `vllm.LLM`
+                  prompts:list,  # chat-message lists, one per prompt
+                  n:int=1,  # samples per prompt
+                  temperature:float=0.6,  # sampling temperature; 0 is greedy
+                  top_p:float=0.95,  # nucleus sampling mass
+                  max_new_tokens:int=512,  # generation budget per sample
+                  seed:int=0,  # sampling seed (of the engine and of each request)
+                  progress:bool=True,  # show vLLM's progress bar
+                  **llm_kwargs,  # passed to `vllm.LLM` (e.g. tensor_parallel_size, gpu_memory_utilization)
+                 ) -> list[list[str]]:
+    "Sample `n` completions for each chat prompt with vLLM; returns `n` strings per prompt, in prompt order."
+    try: from vllm import LLM, SamplingParams
+    except ImportError as e:
+        raise ImportError("backend='vllm' needs the vllm package (GPU nodes): rebuild the environment with "
+                          "`CAOPD_EXTRAS=vllm .ci/env ...`, or use backend='transformers'.") from e
+    from caopd.models import EMBEDDED_MODEL, chat_template_kwargs, embedded_model_path, resolve_model_name
+    if n < 1: raise ValueError(f"n={n}: the number of samples per prompt must be at least 1")
+    if isinstance(model, LLM): llm, name = model, None
+    else:
+        name, path = model, resolve_model_name(model)
+        if path == EMBEDDED_MODEL: path = str(embedded_model_path())
+        llm = LLM(model=path, seed=seed, **llm_kwargs)
+    tok = llm.get_tokenizer()
+    kw = chat_template_kwargs(name, tok)
+    texts = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True, **kw) for p in prompts]
+    inputs = [dict(prompt_token_ids=tok(t, add_special_tokens=False)['input_ids']) for t in texts]
+    params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
+    outs = llm.generate(inputs, params, use_tqdm=progress)
+    return [[o.text for o in sorted(r.outputs, key=lambda o: o.index)] for r in outs]
+
+# %% ../nbs/09_evaluate.ipynb #c014
+OPENAI_PREFIX = 'openai:'  # a model string with this prefix is served by an OpenAI-compatible API
+DEFAULT_OPENAI_URL = 'https://api.openai.com/v1'
+
+def openai_client(base_url:str|None=None,  # the endpoint, e.g. 'http://localhost:8000/v1' (default: $OPENAI_BASE_URL, else OpenAI's)
+                  api_key:str|None=None,  # the key (default: $OPENAI_API_KEY)
+                  max_retries:int=5,  # retries of rate limits, timeouts and 5xx errors, with exponential backoff
+                  timeout:float=600,  # seconds per request
+                 ):
+    "An `openai.OpenAI` client for an OpenAI-compatible endpoint; a missing key is a clear error."
+    import openai
+    base_url = base_url or os.environ.get('OPENAI_BASE_URL') or DEFAULT_OPENAI_URL
+    api_key = api_key or os.environ.get('OPENAI_API_KEY')
+    if not api_key:
+        raise ValueError(f"No API key for {base_url}: set the environment variable OPENAI_API_KEY (any non-empty "
+                         "value for a local server that checks none, e.g. `vllm serve`), or pass api_key=...")
+    return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout)
+
+# %% ../nbs/09_evaluate.ipynb #c015
+def _choice_record(choice) -> dict:
+    "The completion (message content only) of one API choice, and its reasoning when the server sent one."
+    msg = choice.message
+    rec = dict(completion=msg.content or '')
+    reasoning = getattr(msg, 'reasoning_content', None) or getattr(msg, 'reasoning', None)
+    if reasoning: rec['reasoning_content'] = reasoning
+    return rec
+
+def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' accepted)
+                    prompts:list,  # chat-message lists, one per prompt
+                    n:int=1,  # samples per prompt
+                    temperature:float|None=0.6,  # sampling temperature (None: not sent)
+                    top_p:float|None=0.95,  # nucleus sampling mass (None: not sent)
+                    max_new_tokens:int|None=512,  # generation budget per sample, sent as `max_tokens` (None: not sent)
+                    base_url:str|None=None,  # the endpoint (default: $OPENAI_BASE_URL, else OpenAI's)
+                    api_key:str|None=None,  # the key (default: $OPENAI_API_KEY)
+                    workers:int=8,  # concurrent requests
+                    max_retries:int=5,  # retries of rate limits, timeouts and 5xx errors, with backoff
+                    progress:bool=True,  # show a progress bar
+                    **kwargs,  # more arguments of `chat.completions.create` (e.g. max_completion_tokens, reasoning_effort)
+                   ) -> list[list[dict]]:
+    "Sample `n` chat completions per prompt from an OpenAI-compatible API; `n` dicts (`completion`, maybe `reasoning_content`) per prompt."
+    import openai
+    from tqdm.auto import tqdm
+    if n < 1: raise ValueError(f"n={n}: the number of samples per prompt must be at least 1")
+    name = model[len(OPENAI_PREFIX):] if model.startswith(OPENAI_PREFIX) else model
+    client = openai_client(base_url, api_key, max_retries)
+    url = str(client.base_url).rstrip('/') + '/chat/completions'
+    if 'max_completion_tokens' in kwargs: max_new_tokens = None  # reasoning models take this instead of max_tokens
+    params = {k: v for k, v in dict(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, **kwargs).items()
+              if v is not None}
+    def sample(i):
+        got = []
+        while len(got) < n:
+            k = n - len(got)
+            try: resp = client.chat.completions.create(model=name, messages=prompts[i], **params, **(dict(n=k) if k > 1 else {}))
+            except openai.APIStatusError as e:
+                hint = ' (check OPENAI_API_KEY)' if e.status_code in (401, 403) else ''
+                retried = e.status_code in (408, 409, 429) or e.status_code >= 500  # what the client retries
+                raise RuntimeError(f"{url} answered HTTP {e.status_code}{hint} for model {name!r}, prompt {i}"
+                                   f"{f', after {max_retries} retries' if retried else ''}: {e.message}") from e
+            except openai.APIConnectionError as e:
+                raise RuntimeError(f"Could not reach {url} for model {name!r} after {max_retries} retries ({e}): "
+                                   "check OPENAI_BASE_URL / base_url and that the server is running") from e
+            if not resp.choices: raise RuntimeError(f"{url} returned no choices for model {name!r}, prompt {i}")
+            got += [_choice_record(c) for c in sorted(resp.choices, key=lambda c: c.index)][:k]
+        return got
+    out = [None] * len(prompts)
+    bar = tqdm(total=len(prompts), desc='generate', unit='prompt', disable=not progress)
+    ex = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        futures = {ex.submit(sample, i): i for i in range(len(prompts))}
+        for f in as_completed(futures):
+            out[futures[f]] = f.result()
+            bar.update(1)
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+        bar.close()
+    return out
+
+# %% ../nbs/09_evaluate.ipynb #c023
+BACKENDS = ('auto', 'transformers', 'vllm', 'openai')
+
+def _vllm_usable() -> bool:
+    "vLLM is installed and a CUDA GPU is visible."
+    if importlib.util.find_spec('vllm') is None: return False
+    import torch
+    return torch.cuda.is_available()
+
+def resolve_backend(model,  # model name, 'openai:<name>', or a loaded (model, tokenizer) pair
+                    backend:str='auto',  # one of `BACKENDS`
+                   ) -> str:
+    "The backend that generates with `model`: 'transformers', 'vllm' or 'openai'."
+    if backend not in BACKENDS: raise ValueError(f"backend={backend!r}: use one of {', '.join(map(repr, BACKENDS))}")
+    is_pair = isinstance(model, (tuple, list))
+    if is_pair and len(model) != 2: raise ValueError(f"model is a sequence of {len(model)} items: pass a name, or a (model, tokenizer) pair")
+    if not is_pair and not isinstance(model, (str, os.PathLike)):
+        raise TypeError(f"model={model!r}: pass a model name or folder, 'openai:<name>', or a (model, tokenizer) pair")
+    is_api = isinstance(model, str) and model.startswith(OPENAI_PREFIX)
+    if is_api and backend not in ('auto', 'openai'):
+        raise ValueError(f"model={model!r} is an API model: it runs with backend='openai' (or 'auto'), not {backend!r}")
+    if is_pair and backend not in ('auto', 'transformers'):
+        raise ValueError(f"a loaded (model, tokenizer) pair runs with backend='transformers' (or 'auto'), not {backend!r}")
+    if is_api or backend == 'openai': return 'openai'
+    if is_pair: return 'transformers'
+    if backend != 'auto': return backend
+    return 'vllm' if _vllm_usable() else 'transformers'
+
+# %% ../nbs/09_evaluate.ipynb #c026
+def score_completions(rows,  # dataset rows with `id`, `answer` and `prompt` (a `datasets.Dataset` or list of dicts)
+                      completions:list[list],  # `n` completions per row: strings, or dicts with a `completion` and fields to keep
                       domain:str,  # 'chemistry' or 'tooluse', selects the verifier
                      ) -> list[dict]:
     "Parse and verify every completion; one record per sample."
@@ -67,14 +208,16 @@ def score_completions(rows,  # dataset rows with `id` and `answer` (a `datasets.
         raise ValueError(f"{len(rows)} rows but {len(completions)} lists of completions: they must match one to one")
     records = []
     for row, samples in zip(rows, completions):
-        for j, text in enumerate(samples):
+        for j, c in enumerate(samples):
+            extra = {k: v for k, v in c.items() if k != 'completion'} if isinstance(c, dict) else {}
+            text = c['completion'] if isinstance(c, dict) else c
             conf = parse_confidence(text)
-            records.append(dict(id=row['id'], sample=j, completion=text, answer=row['answer'],
+            records.append(dict(id=row['id'], sample=j, prompt=row.get('prompt'), completion=text, answer=row['answer'],
                                 correct=bool(verify(domain, text, row['answer'])), confidence=conf,
-                                parsed=conf is not None))
+                                parsed=conf is not None, **extra))
     return records
 
-# %% ../nbs/09_evaluate.ipynb #c013
+# %% ../nbs/09_evaluate.ipynb #c031
 def write_jsonl(records:list[dict], path):
     "Write `records` as JSON lines to `path`."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
@@ -92,7 +235,7 @@ def read_jsonl(path) -> list[dict]:
             except json.JSONDecodeError as e: raise ValueError(f"{path}, line {i}: not valid JSON ({e.msg})") from None
     return out
 
-# %% ../nbs/09_evaluate.ipynb #c014
+# %% ../nbs/09_evaluate.ipynb #c032
 _METRIC_ROWS = [('accuracy', 'Accuracy'), ('ece', 'ECE'), ('brier', 'Brier score'), ('ocg', 'OCG'),
                 ('spr', 'SPR'), ('auroc', 'AUROC'), ('mean_confidence', 'Mean confidence'),
                 ('format_adherence', 'Format adherence'), ('n', 'Samples')]
@@ -105,8 +248,8 @@ def report_markdown(report:dict,  # a `calibration_report`
     lines = ([f'### {title}', ''] if title else []) + ['| metric | value |', '|---|---|']
     return '\n'.join(lines + [f'| {name} | {fmt(report[k])} |' for k, name in _METRIC_ROWS]) + '\n'
 
-# %% ../nbs/09_evaluate.ipynb #c016
-def evaluate(model:str='smollm2-135m-instruct',  # model name, HF id, or local checkpoint folder
+# %% ../nbs/09_evaluate.ipynb #c035
+def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 'openai:<name>', or a loaded (model, tokenizer) pair
              domain:str='chemistry',  # 'chemistry' or 'tooluse'
              split:str='test',  # dataset split
              limit:int=None,  # evaluate only the first `limit` prompts of the split (None: all)
@@ -114,30 +257,53 @@ def evaluate(model:str='smollm2-135m-instruct',  # model name, HF id, or local c
              temperature:float=0.6,  # sampling temperature (Table 8 validation: 0.6)
              top_p:float=0.95,  # nucleus mass (Table 8 validation: 0.95)
              max_new_tokens:int=512,  # generation budget per sample
-             batch_size:int=32,  # sequences per generation batch
+             batch_size:int=32,  # sequences per generation batch (transformers)
              out:str=None,  # run folder to write records, report and figures into (None: write nothing)
              data_dir:str=None,  # data folder (default: CAOPD_DATA_DIR or ../shared/data)
              seed:int=0,  # sampling seed
              progress:bool=True,  # show a progress bar
+             backend:str='auto',  # 'auto', 'transformers', 'vllm' or 'openai' (see `resolve_backend`)
+             base_url:str=None,  # openai backend: the endpoint (default: $OPENAI_BASE_URL, else OpenAI's)
+             api_key:str=None,  # openai backend: the key (default: $OPENAI_API_KEY); never written to `out`
+             name:str=None,  # the model's name in settings and titles; required for a (model, tokenizer) pair
+             workers:int=8,  # openai backend: concurrent requests
+             api_kwargs:dict=None,  # openai backend: more arguments of `chat.completions.create` (see `generate_openai`)
             ) -> tuple[list[dict], dict]:
     "Evaluate `model` on a split: generate, parse, verify, report; returns (records, report)."
-    from caopd.models import load_model, chat_template_kwargs
+    backend = resolve_backend(model, backend)
+    is_pair = isinstance(model, (tuple, list))
+    if is_pair and not name:
+        raise ValueError("evaluate((model, tokenizer), ...) needs name=...: the name to record for this in-memory model")
+    model_name = name or str(model)
     rows = load_domain(domain, split, data_dir=data_dir)
     if limit is not None: rows = rows.select(range(min(limit, len(rows))))
-    t0 = time.time()
-    lm, tok = load_model(model)
-    comps = generate(lm, tok, rows['prompt'], n=n_samples, temperature=temperature, top_p=top_p,
-                     max_new_tokens=max_new_tokens, batch_size=batch_size,
-                     chat_template_kwargs=chat_template_kwargs(model), seed=seed, progress=progress)
+    prompts, t0 = rows['prompt'], time.time()
+    if backend == 'openai':
+        comps = generate_openai(str(model), prompts, n=n_samples, temperature=temperature, top_p=top_p,
+                                max_new_tokens=max_new_tokens, base_url=base_url, api_key=api_key, workers=workers,
+                                progress=progress, **(api_kwargs or {}))
+    elif backend == 'vllm':
+        comps = generate_vllm(str(model), prompts, n=n_samples, temperature=temperature, top_p=top_p,
+                              max_new_tokens=max_new_tokens, seed=seed, progress=progress)
+    else:
+        from caopd.models import load_model, chat_template_kwargs
+        lm, tok = model if is_pair else load_model(model)
+        comps = generate(lm, tok, prompts, n=n_samples, temperature=temperature, top_p=top_p,
+                         max_new_tokens=max_new_tokens, batch_size=batch_size,
+                         chat_template_kwargs=chat_template_kwargs(tok.name_or_path if is_pair else model, tok),
+                         seed=seed, progress=progress)
     records = score_completions(rows, comps, domain)
     report = calibration_report([r['confidence'] for r in records], [r['correct'] for r in records])
-    settings = dict(model=model, domain=domain, split=split, limit=limit, prompts=len(rows), n_samples=n_samples,
+    settings = dict(model=model_name if is_pair else str(model), model_name=model_name, backend=backend,
+                    domain=domain, split=split, limit=limit, prompts=len(rows), n_samples=n_samples,
                     temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed,
                     seconds=round(time.time() - t0, 1))
+    if backend == 'openai':
+        settings.update(base_url=base_url or os.environ.get('OPENAI_BASE_URL') or DEFAULT_OPENAI_URL, api_kwargs=api_kwargs)
     if out is not None: write_run(out, records, report, settings)
     return records, report
 
-# %% ../nbs/09_evaluate.ipynb #c017
+# %% ../nbs/09_evaluate.ipynb #c036
 def write_run(out,  # the run folder
               records:list[dict],  # per-sample records from `score_completions`
               report:dict,  # their `calibration_report`
@@ -155,9 +321,75 @@ def write_run(out,  # the run folder
                                      title=f'Confidence: {title}'), out/'confidence')
     return out
 
-# %% ../nbs/09_evaluate.ipynb #c020
+# %% ../nbs/09_evaluate.ipynb #c042
+def confidence_probe(completion:str, # a completion, with or without a confidence segment
+                    ) -> str:
+    "The completion up to where its confidence value goes: cut before the value, or with a `Confidence: ` line appended."
+    from caopd.confidence import confidence_span, _appended_label
+    text = completion if isinstance(completion, str) else ''
+    span = confidence_span(text)
+    return text[:span[0]] if span is not None else text + _appended_label(text)
+
+def elicit_confidence(model, # a transformers causal LM
+                      tokenizer, # its tokenizer, with a chat template
+                      prompts:list, # chat-message lists
+                      completions:list[str], # one completion per prompt (repeat a prompt for several samples)
+                      chat_template_kwargs:dict|None=None, # extra arguments of the chat template
+                      max_new_tokens:int=8, # tokens the model may write after the label
+                      batch_size:int=16, # sequences per forward batch
+                     ) -> list[float|None]:
+    "The confidence `model` states when its completion is followed by a `Confidence:` label (greedy); None if unparsable."
+    import torch
+    if len(prompts) != len(completions):
+        raise ValueError(f"got {len(prompts)} prompts and {len(completions)} completions: pass one prompt per completion")
+    heads = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True, **(chat_template_kwargs or {}))
+             for p in prompts]
+    probes = [confidence_probe(c) for c in completions]
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    out = [None] * len(probes)
+    order = sorted(range(len(probes)), key=lambda i: -len(heads[i]) - len(probes[i]))
+    side, tokenizer.padding_side = tokenizer.padding_side, 'left'
+    try:
+        for b in range(0, len(order), batch_size):
+            idx = order[b:b + batch_size]
+            enc = tokenizer([heads[i] + probes[i] for i in idx], return_tensors='pt', padding=True,
+                            add_special_tokens=False).to(model.device)
+            with torch.inference_mode():
+                ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad_id)
+            for i, row in zip(idx, ids[:, enc['input_ids'].shape[1]:]):
+                out[i] = parse_confidence(probes[i] + tokenizer.decode(row, skip_special_tokens=True))
+    finally: tokenizer.padding_side = side
+    return out
+
+# %% ../nbs/09_evaluate.ipynb #c045
+DOMAINS = ('chemistry', 'tooluse')  # the paper's domains: Science Q&A (SciKnowEval Chemistry L3) and Tool Use (ToolAlpaca)
+
+def other_domain(domain:str,  # 'chemistry' or 'tooluse'
+                ) -> str:
+    "The paper's other domain: the OOD test domain of a model trained on `domain`."
+    if domain not in DOMAINS: raise ValueError(f"domain={domain!r}: use one of {', '.join(map(repr, DOMAINS))}")
+    return DOMAINS[1 - DOMAINS.index(domain)]
+
+def protocol(train_domains,  # the domains trained on, in order (a list, one domain, or 'tooluse>chemistry')
+             eval_domain:str,  # the test domain
+            ) -> str:
+    "The evaluation protocol of Appendix F.1: 'id', 'ood' or 'ct'."
+    seq = train_domains.split('>') if isinstance(train_domains, str) else list(train_domains)
+    seq = [d.strip() for d in seq]
+    for d in seq + [eval_domain]:
+        if d not in DOMAINS:
+            raise ValueError(f"train_domains={train_domains!r}, eval_domain={eval_domain!r}: unknown domain {d!r} "
+                             f"(use {', '.join(map(repr, DOMAINS))})")
+    if seq and set(seq) == {eval_domain}: return 'id'
+    if seq and eval_domain not in seq: return 'ood'
+    if len(set(seq)) > 1 and seq[-1] == eval_domain: return 'ct'
+    raise ValueError(f"train_domains={train_domains!r}, eval_domain={eval_domain!r} match no protocol of Appendix F.1: "
+                     "id (trained only on eval_domain), ood (never trained on it), ct (several domains, the last one "
+                     "eval_domain)")
+
+# %% ../nbs/09_evaluate.ipynb #c048
 @call_parse
-def main(model:str='smollm2-135m-instruct',  # model name, HF id, or local checkpoint folder
+def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoint folder, or 'openai:<name>'
          domain:str='chemistry',  # 'chemistry' or 'tooluse'
          split:str='test',  # dataset split
          limit:int=None,  # evaluate only the first `limit` prompts
@@ -169,10 +401,12 @@ def main(model:str='smollm2-135m-instruct',  # model name, HF id, or local check
          out:str=None,  # run folder (records, report, figures)
          data_dir:str=None,  # data folder
          seed:int=0,  # sampling seed
+         backend:str='auto',  # 'auto', 'transformers', 'vllm' or 'openai'
+         base_url:str=None,  # openai backend: the endpoint (default: $OPENAI_BASE_URL)
         ):
     "Evaluate a model's accuracy and calibration on a task split and print the report."
     records, report = evaluate(model, domain, split, limit, n_samples, temperature, top_p, max_new_tokens,
-                               batch_size, out, data_dir, seed)
+                               batch_size, out, data_dir, seed, backend=backend, base_url=base_url)
     print(report_markdown(report, f'{model} on {domain}/{split} (n={report["n"]})'))
     if out: print(f'wrote {out}/records.jsonl, report.json, report.md, reliability.html, confidence.html')
     return report
