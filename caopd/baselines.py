@@ -159,6 +159,9 @@ METHODS = {
                              dict(calibrate=True), 'CaOPD on SDPO: confidence target mu_hat'),
     'grpo': MethodSpec(GRPOTrainer, BaselineGRPOConfig, grpo_reward_funcs, {}, 'GRPO with the task verifier as reward'),
     'rlcr': MethodSpec(GRPOTrainer, RLCRConfig, rlcr_reward_funcs, {}, 'RLCR: GRPO with format + accuracy + Brier rewards'),
+    'caopd-sdft-tasc': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_TRAINER}:CaOPDSDFTConfig', grpo_reward_funcs,
+                                  dict(calibrate=True, confidence_target='ta-sc'),
+                                  'CaOPD on SDFT, target by TA-SC: agreement with a reference sampled from the teacher prompt'),
 }
 
 def method_spec(method:str, # a name in `METHODS`
@@ -209,7 +212,7 @@ def _check_dataset_domain(dataset, domain, what):
         raise ValueError(f"{what} holds rows of domain(s) {found} but domain={domain!r} was asked for: pass the "
                          f"matching domain, or a dataset of {domain!r} rows (caopd.data.load_domain({domain!r}, split))")
 
-def build_trainer(method:str, # 'sdft', 'sdpo', 'caopd-sdft', 'caopd-sdpo', 'grpo' or 'rlcr' (see `METHODS`)
+def build_trainer(method:str, # a name in `METHODS`: 'sdft', 'caopd-sdft', 'caopd-sdft-tasc', 'sdpo', 'caopd-sdpo', 'grpo', 'rlcr'
                   model:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging Face id or local folder
                   domain:str, # 'chemistry' or 'tooluse'
                   train_dataset=None, # rows as `caopd.data` makes them (default: `load_domain(domain, 'train')`)

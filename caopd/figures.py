@@ -54,11 +54,11 @@ METRIC_TITLES = {'accuracy': 'Accuracy', 'ece': 'ECE', 'brier': 'Brier score (BS
 
 METHOD_NAMES = {'base': 'Base', 'sdft': 'SDFT', 'sdpo': 'SDPO', 'grpo': 'GRPO', 'rlcr': 'RLCR', 'car': 'CAR',
                 'caopd-sdft': 'CaOPD (SDFT)', 'caopd-sdpo': 'CaOPD (SDPO)', 'caopd': 'CaOPD',
-                'caopd-sdft (ta-sc)': 'CaOPD (TA-SC)'}
+                'caopd-sdft-tasc': 'CaOPD (TA-SC)'}
 
 METHOD_COLORS = {'base': '#8c8c8c', 'sdft': '#f28e2b', 'sdpo': '#e15759', 'grpo': '#b6992d', 'rlcr': '#b07aa1',
                  'car': '#ff9da7', 'caopd-sdft': '#59a14f', 'caopd-sdpo': '#2f7d32', 'caopd': '#59a14f',
-                 'caopd-sdft (ta-sc)': '#a0cbe8'}
+                 'caopd-sdft-tasc': '#a0cbe8'}
 
 SETTING_COLORS = {'Proprietary': '#4e79a7', 'Open-weight': '#9c755f'}  # Table 10's model types
 
@@ -148,26 +148,27 @@ def _groups(w:pd.DataFrame, # a wide table
 
 def place_labels(px:Sequence, py:Sequence, # points in pixels (y up)
                  widths:Sequence, # label widths in pixels
-                 height:float=12, # label height in pixels
+                 height:float|Sequence=12, # label height in pixels (one for all, or one per label)
                  bounds:tuple=(0, 0, 1e9, 1e9), # (x0, y0, x1, y1) the labels should stay in
                  marker:float=7, # half the marker size: labels keep off every point
                 ) -> list:
     "Greedy label placement: per point the (dx, dy) pixel offset of its label centre with the least overlap."
     px, py = np.asarray(px, float), np.asarray(py, float)
     n, boxes, out = len(px), [], [None] * len(px)
+    heights = np.broadcast_to(np.asarray(height, float), (n,))
     def overlap(a, b): return max(0, min(a[2], b[2]) - max(a[0], b[0])) * max(0, min(a[3], b[3]) - max(a[1], b[1]))
     dots = [(x - marker, y - marker, x + marker, y + marker) for x, y in zip(px, py)]
     crowd = [-sum(np.hypot(px - px[i], py - py[i]) < 80) for i in range(n)]
     for i in sorted(range(n), key=lambda i: (crowd[i], px[i])):
-        w, best = widths[i], None
+        w, h, best = widths[i], heights[i], None
         for r in (9, 22, 38, 56, 76):
             for deg in (90, 270, 0, 180, 45, 135, 315, 225, 60, 120, 300, 240, 30, 150, 330, 210):
                 c, sn = math.cos(math.radians(deg)), math.sin(math.radians(deg))
-                cx, cy = px[i] + c * (r + w / 2 * abs(c)), py[i] + sn * (r + height / 2 * abs(sn))
-                box = (cx - w / 2, cy - height / 2, cx + w / 2, cy + height / 2)
+                cx, cy = px[i] + c * (r + w / 2 * abs(c)), py[i] + sn * (r + h / 2 * abs(sn))
+                box = (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
                 inside = overlap(box, bounds)
                 cost = (10 * sum(overlap(box, b) for b in boxes) + 10 * sum(overlap(box, d) for d in dots)
-                        + 10 * (w * height - inside) + r)
+                        + 10 * (w * h - inside) + r)
                 if best is None or cost < best[0]: best = (cost, cx - px[i], cy - py[i], box)
         out[i] = (float(best[1]), float(best[2]))
         boxes.append(best[3])
@@ -186,6 +187,7 @@ def _group_color(key:dict) -> str:
 # %% ../nbs/10_figures.ipynb #c017
 def hero_plot(df:pd.DataFrame, # long table with metrics accuracy, mean_confidence and brier per model
               title:str|None='The Scaling Law of Miscalibration', # figure title
+              note:str|None=None, # a line printed under the title, e.g. a caveat about the runs shown
              ) -> go.Figure:
     "Figure 1: mean confidence vs accuracy with the Overconfidence Zone above y = x; reliability (1 - Brier) bars."
     _check_long(df, 'hero_plot')
@@ -229,12 +231,32 @@ def hero_plot(df:pd.DataFrame, # long table with metrics accuracy, mean_confiden
     (dx0, dx1), (dy0, dy1) = fig.layout.xaxis.domain, fig.layout.yaxis.domain
     pw, ph = (W - m['l'] - m['r']) * (dx1 - dx0), (H - m['t'] - m['b']) * (dy1 - dy0)
     sx, sy = pw / (1.0 - lo), ph / (1.04 - lo)
-    px, py = (pts['accuracy'] - lo) * sx, (pts['mean_confidence'] - lo) * sy
-    offsets = place_labels(px, py, [6.0 * len(t) + 6 for t in pts['name']], 14, (0, 0, pw, ph))
-    for (x, y, name), (ox, oy) in zip(pts[['accuracy', 'mean_confidence', 'name']].itertuples(index=False), offsets):
-        fig.add_annotation(x=x, y=y, ax=ox, ay=-oy, text=name, showarrow=True, arrowhead=0, arrowwidth=0.7,
-                           arrowcolor='#888', standoff=5, font=dict(size=10), row=1, col=1)
+    spots = _coincident(pts)
+    px, py = (spots['accuracy'] - lo) * sx, (spots['mean_confidence'] - lo) * sy
+    rows = [t.split('<br>') for t in spots['label']]
+    offsets = place_labels(px, py, [6.0 * max(map(len, r)) + 6 for r in rows], [14 * len(r) for r in rows], (0, 0, pw, ph))
+    for (x, y, label), (ox, oy) in zip(spots[['accuracy', 'mean_confidence', 'label']].itertuples(index=False), offsets):
+        fig.add_annotation(x=x, y=y, ax=ox, ay=-oy, text=label, showarrow=True, arrowhead=0, arrowwidth=0.7,
+                           arrowcolor='#888', standoff=5, font=dict(size=10), align='left', row=1, col=1)
+    if note: fig.add_annotation(text=note, xref='paper', yref='paper', x=0, y=1.075, showarrow=False, xanchor='left',
+                                yanchor='bottom', align='left', font=dict(size=11, color='#666'))
     return fig
+
+
+def _coincident(pts:pd.DataFrame, # points with accuracy, mean_confidence and name
+                digits:int=3, # points equal to this many digits share one label
+               ) -> pd.DataFrame:
+    "One label per spot: the names of points at the same place, one per line, a shared model name said once."
+    key = [pts['accuracy'].round(digits), pts['mean_confidence'].round(digits)]
+    out = []
+    for (_, _), g in pts.groupby(key, sort=False):
+        names = list(g['name'])
+        heads = {n.split(' · ')[0] for n in names}
+        if len(names) > 1 and len(heads) == 1 and all(' · ' in n for n in names):
+            label = f"{heads.pop()}:<br>" + '<br>'.join(n.split(' · ', 1)[1] for n in names)
+        else: label = '<br>'.join(names)
+        out.append(dict(accuracy=g['accuracy'].iloc[0], mean_confidence=g['mean_confidence'].iloc[0], label=label))
+    return pd.DataFrame(out, columns=['accuracy', 'mean_confidence', 'label'])
 
 # %% ../nbs/10_figures.ipynb #c023
 ACCURACY_KEYS = ('caopd/rollout_accuracy', 'rewards/*accuracy*/mean', 'rewards/mcq_reward/mean',
@@ -557,6 +579,7 @@ def k_ablation(df:pd.DataFrame, # long table with a `K` column or settings like 
 # %% ../nbs/10_figures.ipynb #c047
 def _dist_color(label:str, i:int) -> str:
     low = str(label).lower()
+    if low.startswith('base'): return '#7f7f7f'                                        # the model before training: grey
     if 'target' in low or 'mu' in low or 'μ' in low: return '#59a14f'                 # the empirical targets: green
     if 'caopd' in low: return '#8e44ad'                                                # the deployed CaOPD model: purple
     if 'sd' in low or 'opd' in low or 'base' in low: return '#f28e2b'                  # standard OPD: orange
@@ -654,7 +677,7 @@ def tidy_runs(runs:pd.DataFrame, # `caopd.runs.runs_table(...)`: one row per run
                       path=str(get('path')))
         name = run_name(r)
         setting = str(get('protocol')).upper()
-        for m in _RUN_METRICS:
+        for m in _RUN_METRICS + tuple(f'elicited_{m}' for m in _RUN_METRICS):   # elicited: the diagnostic (caopd.evaluate)
             if m in r.index and pd.notna(r[m]):
                 out.append(dict(common, name=name, method=get('method'), setting=setting, metric=m, value=float(r[m])))
             if before and f'before_{m}' in r.index and pd.notna(r[f'before_{m}']):
@@ -715,7 +738,7 @@ def compare_table(paper:pd.DataFrame, # a paper table (long format)
     return w.drop(columns='_src').reset_index(drop=True)
 
 # %% ../nbs/10_figures.ipynb #c060
-TRAINABLE = ('sdft', 'sdpo', 'caopd-sdft', 'caopd-sdpo', 'grpo', 'rlcr')
+TRAINABLE = ('sdft', 'sdpo', 'caopd-sdft', 'caopd-sdpo', 'grpo', 'rlcr', 'caopd-sdft-tasc')
 _ID_SETTINGS = ('', 'ID', 'Objective Verifier', 'Ours')
 
 
@@ -731,6 +754,7 @@ def missing_run_commands(missing:pd.DataFrame, # rows with domain (the test doma
     for r in missing.to_dict('records'):
         d, m, s = r.get('domain', ''), r.get('method', ''), str(r.get('setting', '') or '')
         if m == 'base': continue
+        if (m, s) == ('caopd-sdft', 'TA-SC'): m, s = 'caopd-sdft-tasc', ''  # Table 4: CaOPD with the TA-SC target
         if m not in TRAINABLE or s not in (*_ID_SETTINGS, 'OOD', 'CT') or d not in other:
             out.append(f"# {m} ({s or 'ID'}) on {d or '?'}: no training run of caopd makes this (methods: "
                        f"{', '.join(TRAINABLE)}; settings: ID, OOD, CT)"); continue

@@ -9,7 +9,8 @@ import json, re
 # %% auto #0
 __all__ = ['ANY', 'UNKNOWN', 'MALFORMED', 'VERIFIERS', 'extract_answer', 'answer_letter', 'verify_mcq', 'parse_tool_call',
            'read_action_input', 'same_input', 'compact_json_text', 'same_text', 'golden_steps', 'verify_tool_call',
-           'verify', 'completion_text', 'mcq_reward', 'tool_call_reward', 'verifier_reward', 'domain_reward']
+           'verify', 'completion_text', 'mcq_reward', 'tool_call_reward', 'verifier_reward', 'domain_reward',
+           'mcq_reference', 'tool_call_reference']
 
 # %% ../nbs/02_verifiers.ipynb #c006
 _ANSWER_RE = re.compile(r'<answer>(.*?)</answer>', re.S | re.I)
@@ -230,3 +231,18 @@ def domain_reward(domain:str, # 'chemistry' or 'tooluse'
     rewards = {'chemistry': mcq_reward, 'tooluse': tool_call_reward}
     if domain not in rewards: raise ValueError(f"unknown domain {domain!r}: use 'chemistry' or 'tooluse'")
     return rewards[domain]
+
+# %% ../nbs/02_verifiers.ipynb #0be9d16a
+def mcq_reference(completion, # a reference completion (string or list of messages)
+                 ) -> str|None:
+    "TA-SC: the option letter a reference completion answers, as an `answer` column value; None if it names none."
+    return answer_letter(extract_answer(completion_text(completion)))
+
+def tool_call_reference(completion, # a reference ReAct completion (string or list of messages)
+                       ) -> str|None:
+    "TA-SC: a reference completion's first tool call as golden steps JSON (an `answer` column value), or None."
+    call = parse_tool_call(completion_text(completion))
+    return None if call is None else json.dumps([{'Action': call[0], 'Action_Input': call[1]}])
+
+mcq_reward.reference_answer = mcq_reference
+tool_call_reward.reference_answer = tool_call_reference
