@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['bin_index', 'expected_calibration_error', 'brier_score', 'overconfidence_gap', 'strict_pairwise_ranking', 'auroc',
-           'calibration_report', 'reliability_bins', 'reliability_diagram', 'confidence_histogram', 'save_figure']
+           'calibration_report', 'reliability_bins', 'reliability_diagram', 'confidence_histogram', 'save_figure',
+           'figure_from_html', 'png_from_html']
 
 # %% ../nbs/03_metrics.ipynb #c002
 import math
@@ -272,5 +273,55 @@ def save_figure(fig, # a plotly Figure
         written.append(png_path)
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
-        print(f"save_figure: wrote {html.name} only; PNG export failed ({type(e).__name__}: {msg[:200]})")
+        print(f"save_figure: wrote {html.name} only; PNG export failed ({type(e).__name__}: {msg[:200]}); "
+              "make it later with caopd.metrics.png_from_html")
+    return written
+
+# %% ../nbs/03_metrics.ipynb #270960ec
+def figure_from_html(path:str|Path, # an HTML file written by plotly (`write_html`, e.g. by `save_figure`)
+                    ):
+    "The plotly Figure inside an HTML file that plotly wrote (its `Plotly.newPlot(id, data, layout)` call)."
+    import json
+    import plotly.graph_objects as go
+    text = Path(path).read_text(encoding='utf-8')
+    i = text.find('Plotly.newPlot(')
+    if i < 0: raise ValueError(f"{path}: no Plotly.newPlot call; it is not an HTML file written by plotly's write_html")
+    dec, i = json.JSONDecoder(), i + len('Plotly.newPlot(')
+    def value(i):
+        while i < len(text) and text[i] in ' \t\r\n,': i += 1
+        return dec.raw_decode(text, i)
+    try:
+        _, i = value(i)  # the div id
+        data, i = value(i)
+        layout, i = value(i)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: the figure in its Plotly.newPlot call is not readable JSON ({e})") from e
+    return go.Figure(data=_typed_arrays(data), layout=_typed_arrays(layout))
+
+
+def _typed_arrays(v):
+    "plotly's base64 typed arrays ({'dtype', 'bdata', 'shape'}) back to numpy arrays, everywhere in `v`."
+    import base64
+    if isinstance(v, dict) and 'bdata' in v and 'dtype' in v:
+        a = np.frombuffer(base64.b64decode(v['bdata']), dtype=np.dtype(v['dtype']))
+        shape = v.get('shape')
+        if shape: a = a.reshape([int(s) for s in str(shape).split(',')] if isinstance(shape, str) else shape)
+        return a
+    if isinstance(v, dict): return {k: _typed_arrays(x) for k, x in v.items()}
+    if isinstance(v, list): return [_typed_arrays(x) for x in v]
+    return v
+
+
+def png_from_html(paths:str|Path|list, # HTML files, or folders searched recursively for *.html
+                  force:bool=False, # also rewrite PNGs that exist
+                 ) -> list:
+    "Write `x.png` beside every plotly `x.html` that has none (e.g. made where kaleido had no Chrome); return the PNGs."
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    files = [h for p in map(Path, paths) for h in (sorted(p.rglob('*.html')) if p.is_dir() else [p])]
+    written = []
+    for html in files:
+        png = html.with_suffix('.png')
+        if png.exists() and not force: continue
+        figure_from_html(html).write_image(png)
+        written.append(png)
     return written
