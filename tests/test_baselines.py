@@ -75,6 +75,8 @@ def test_every_method_trains(method, tiny, tmp_path):
     if method == 'rlcr':  # format 1 for both; accuracy 1/2; Brier 1-(1-0.9)^2 and 1-(0-0.6)^2, or 1-0.9^2 and 1-0.4^2
         assert logs[0]['rewards/rlcr_format_reward/mean'] == 1.0
         assert logs[0]['rewards/rlcr_accuracy_reward/mean'] == 0.5
+    if method == 'caopd-sdft-tasc':  # the target came from agreement with a reference sampled from the teacher prompt
+        assert 0 <= logs[0]['caopd/reference_format'] <= 1 and 'caopd/empirical_confidence' in logs[0]
 
 
 def test_rlcr_trains_on_tool_use(tiny, tmp_path):
