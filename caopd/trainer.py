@@ -452,6 +452,11 @@ class CaOPDSDFTTrainer(CaOPDMixin, EMATeacherCheckpoints, SDFTTrainer):
                     passes.append(score(inputs, prompts, self._generate(prompt_ids)[1]))
             success = (torch.stack(passes) >= self.args.success_reward_threshold).float()
             mu_local, mu_all, all_success = self._empirical_confidence(success)
+            if self.args.confidence_target == "ta-sc":  # the outcomes were agreement; accuracy stays the verifier's
+                self._metrics[mode]["caopd/reference_agreement"].append(all_success.float().mean().item())
+                gold = all(row.get("answer") is not None for row in inputs)  # rows without a gold answer: NaN
+                right = (self._score_rollouts(inputs, prompts, ids_list) >= self.args.success_reward_threshold).float()
+                all_success = self.accelerator.gather(right if gold else torch.full_like(right, math.nan))
             texts = self.processing_class.batch_decode(ids_list, skip_special_tokens=True)
             self._log_rollout_metrics(mode, texts, mu_all, all_success)
         self._revise_completions(batch, mu_local)
