@@ -579,7 +579,7 @@ def k_ablation(df:pd.DataFrame, # long table with a `K` column or settings like 
 # %% ../nbs/10_figures.ipynb #c047
 def _dist_color(label:str, i:int) -> str:
     low = str(label).lower()
-    if low.startswith(('base', 'before')): return '#7f7f7f'                            # the model before training: grey
+    if re.match(r'(base|before)\b', low): return '#7f7f7f'                             # the model before training: grey
     if 'target' in low or 'mu' in low or 'μ' in low: return '#59a14f'                 # the empirical targets: green
     if 'caopd' in low: return '#8e44ad'                                                # the deployed CaOPD model: purple
     if 'sd' in low or 'opd' in low or 'base' in low: return '#f28e2b'                  # standard OPD: orange

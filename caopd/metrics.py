@@ -284,7 +284,7 @@ def figure_from_html(path:str|Path, # an HTML file written by plotly (`write_htm
     import json
     import plotly.graph_objects as go
     text = Path(path).read_text(encoding='utf-8')
-    i = text.find('Plotly.newPlot(')
+    i = text.rfind('Plotly.newPlot(')  # the last: an inlined plotly.js may mention it first
     if i < 0: raise ValueError(f"{path}: no Plotly.newPlot call; it is not an HTML file written by plotly's write_html")
     dec, i = json.JSONDecoder(), i + len('Plotly.newPlot(')
     def value(i):

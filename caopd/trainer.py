@@ -414,14 +414,15 @@ class CaOPDSDFTTrainer(CaOPDMixin, EMATeacherCheckpoints, SDFTTrainer):
         _, ref_ids = self._generate(self._tokenize_prompts(teacher_prompts))  # one per row: the shapes of a rollout pass
         texts = self.processing_class.batch_decode(ref_ids, skip_special_tokens=True)
         G, B, start = self._group_size(), len(prompts), self.accelerator.process_index * len(prompts)
-        first = {}  # the first local row of each prompt group: its reference stands for the group
-        for b in range(B): first.setdefault((start + b) // G, b)
         read = self.reward_funcs[0].reference_answer
-        answers = {g: read(texts[b]) for g, b in first.items()}
-        readable = torch.tensor([float(a is not None) for a in answers.values()], device=self.accelerator.device)
+        # the reference of a group's first row (in the global batch) stands for the group, also when the group's
+        # rows are spread over processes: every process sees every group's one reference
+        local = [read(texts[b]) if (start + b) % G == 0 else None for b in range(B)]
+        every = gather_object(local) if self.accelerator.num_processes > 1 else local
         mode = "train" if self.model.training else "eval"
-        self._metrics[mode]["caopd/reference_format"].append(self.accelerator.gather(readable).mean().item())
-        return [answers[(start + b) // G] for b in range(B)]
+        firsts = every[::G]
+        self._metrics[mode]["caopd/reference_format"].append(sum(a is not None for a in firsts) / len(firsts))
+        return [every[(start + b) // G * G] for b in range(B)]
 
     def _score_agreement(self, inputs, prompts, ids_list, references) -> torch.Tensor:
         "TA-SC: (B,) Equiv(a_k, a_ref), the verifier with the reference's answer as gold; 0 where a_ref has none."
@@ -453,10 +454,13 @@ class CaOPDSDFTTrainer(CaOPDMixin, EMATeacherCheckpoints, SDFTTrainer):
             success = (torch.stack(passes) >= self.args.success_reward_threshold).float()
             mu_local, mu_all, all_success = self._empirical_confidence(success)
             if self.args.confidence_target == "ta-sc":  # the outcomes were agreement; accuracy stays the verifier's
-                self._metrics[mode]["caopd/reference_agreement"].append(all_success.float().mean().item())
-                gold = all(row.get("answer") is not None for row in inputs)  # rows without a gold answer: NaN
-                right = (self._score_rollouts(inputs, prompts, ids_list) >= self.args.success_reward_threshold).float()
-                all_success = self.accelerator.gather(right if gold else torch.full_like(right, math.nan))
+                agreement = self.accelerator.gather(success.reshape(-1))  # every pass behind mu_hat
+                self._metrics[mode]["caopd/reference_agreement"].append(agreement.mean().item())
+                if all(row.get("answer") is not None for row in inputs):
+                    right = (self._score_rollouts(inputs, prompts, ids_list) >= self.args.success_reward_threshold).float()
+                else:  # rows without a gold answer (what TA-SC is for): no accuracy
+                    right = torch.full((len(inputs),), math.nan, device=self.accelerator.device)
+                all_success = self.accelerator.gather(right)
             texts = self.processing_class.batch_decode(ids_list, skip_special_tokens=True)
             self._log_rollout_metrics(mode, texts, mu_all, all_success)
         self._revise_completions(batch, mu_local)

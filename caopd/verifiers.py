@@ -238,11 +238,18 @@ def mcq_reference(completion, # a reference completion (string or list of messag
     "TA-SC: the option letter a reference completion answers, as an `answer` column value; None if it names none."
     return answer_letter(extract_answer(completion_text(completion)))
 
+def _has_wildcard(v): return v is ANY or any(map(_has_wildcard, v.values() if isinstance(v, dict) else v if isinstance(v, list) else []))
+
 def tool_call_reference(completion, # a reference ReAct completion (string or list of messages)
                        ) -> str|None:
-    "TA-SC: a reference completion's first tool call as golden steps JSON (an `answer` column value), or None."
+    "TA-SC: a reference's first tool call as golden steps JSON (an `answer` column value); None unless it is concrete."
     call = parse_tool_call(completion_text(completion))
-    return None if call is None else json.dumps([{'Action': call[0], 'Action_Input': call[1]}])
+    if call is None: return None
+    # a golden step may hold placeholders ('${year}', '***') that match anything; a reference that writes one has not
+    # committed to a value, and would agree with every rollout: it stands for no answer (as does unparsable input)
+    given = read_action_input(call[1], golden=True)
+    if given is MALFORMED or _has_wildcard(given): return None
+    return json.dumps([{'Action': call[0], 'Action_Input': call[1]}])
 
 mcq_reward.reference_answer = mcq_reference
 tool_call_reward.reference_answer = tool_call_reference

@@ -76,7 +76,8 @@ def test_every_method_trains(method, tiny, tmp_path):
         assert logs[0]['rewards/rlcr_format_reward/mean'] == 1.0
         assert logs[0]['rewards/rlcr_accuracy_reward/mean'] == 0.5
     if method == 'caopd-sdft-tasc':  # the target came from agreement with a reference sampled from the teacher prompt
-        assert 0 <= logs[0]['caopd/reference_format'] <= 1 and 'caopd/empirical_confidence' in logs[0]
+        assert {'caopd/reference_format', 'caopd/reference_agreement', 'caopd/rollout_accuracy'} <= set(logs[0])
+        assert logs[0]['caopd/empirical_confidence'] == pytest.approx(logs[0]['caopd/reference_agreement'])
 
 
 def test_rlcr_trains_on_tool_use(tiny, tmp_path):
