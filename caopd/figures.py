@@ -8,11 +8,11 @@ __all__ = ['ENTITY_COLUMNS', 'METRIC_TITLES', 'METHOD_NAMES', 'METHOD_COLORS', '
            'entity_names', 'place_labels', 'hero_plot', 'log_metric', 'training_curves', 'format_adherence_curves',
            'generalization_bars', 'method_bars', 'model_size', 'scaling_bubbles', 'k_ablation',
            'confidence_distributions', 'reliability_grid', 'markdown_table', 'save_table', 'run_name', 'tidy_runs',
-           'main_runs', 'format_warning', 'missing_runs', 'compare_table', 'missing_run_commands', 'missing_report',
-           'our_runs', 'run_logs']
+           'main_runs', 'format_warning', 'degenerate_note', 'missing_runs', 'compare_table', 'missing_run_commands',
+           'missing_report', 'our_runs', 'run_logs']
 
 # %% ../nbs/10_figures.ipynb #c002
-import fnmatch, math, re
+import fnmatch, math, re, textwrap
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -99,8 +99,12 @@ def wide_table(df:pd.DataFrame, # long table: entity columns, `metric`, `value`
     index = [c for c in (index if index is not None else ENTITY_COLUMNS) if c in df.columns]
     d = df.copy()
     for c in index:
-        if not pd.api.types.is_numeric_dtype(d[c]) or d[c].isna().all():
-            d[c] = d[c].astype(object).where(d[c].notna(), '')
+        col = d[c]
+        if pd.api.types.is_float_dtype(col) and (col.dropna() % 1 == 0).all():  # K beside paper rows without one
+            col = pd.Series([v if pd.isna(v) else int(v) for v in col], index=col.index, dtype=object)
+        if not pd.api.types.is_numeric_dtype(col) or col.isna().all():
+            col = col.astype(object).where(col.notna(), '')
+        d[c] = col
     d['value'] = pd.to_numeric(d['value'], errors='coerce')
     if not index: d['_row'], index = 0, ['_row']
     w = d.groupby(index + ['metric'], sort=False, dropna=False)['value'].mean().unstack('metric')
@@ -185,6 +189,26 @@ def _group_color(key:dict) -> str:
     return SETTING_COLORS.get(key.get('setting', ''), None) or method_color(key.get('method', ''))
 
 # %% ../nbs/10_figures.ipynb #c017
+def _add_note(fig:go.Figure, note:str|None) -> go.Figure:
+    "`note` as the title's grey subtitle, wrapped to the figure's width, the top margin grown for it (no-op if empty)."
+    if not note: return fig
+    lines = textwrap.wrap(note, int((fig.layout.width or 700) / 6.2))
+    top = fig.layout.margin.t if fig.layout.margin.t is not None else 100
+    before = fig.layout.title.subtitle.text   # a subtitle the figure has keeps its place, the note goes under it
+    fig.update_layout(title=dict(subtitle=dict(text='<br>'.join([before, *lines] if before else lines),
+                                               font=dict(size=11, color='#666'))),
+                      margin=dict(t=top + 14 * (len(lines) - (0 if before else 1))))
+    return fig
+
+
+def _wrap_detail(name:str, # a display name, e.g. 'smollm2 · SDFT (cpu, K=4, 8 steps)'
+                 width:int=32, # names longer than this put their '(detail)' on a second line
+                ) -> str:
+    "A long run name with its trailing '(scale, K, steps)' on a line of its own (plotly's '<br>')."
+    d = _detail(name)
+    return name if len(name) <= width or not d else f"{name[:name.rfind('(' + d + ')')].rstrip()}<br>({d})"
+
+
 def hero_plot(df:pd.DataFrame, # long table with metrics accuracy, mean_confidence and brier per model
               title:str|None='The Scaling Law of Miscalibration', # figure title
               note:str|None=None, # a line printed under the title, e.g. a caveat about the runs shown
@@ -193,15 +217,20 @@ def hero_plot(df:pd.DataFrame, # long table with metrics accuracy, mean_confiden
     _check_long(df, 'hero_plot')
     w = wide_table(df, ['accuracy', 'mean_confidence', 'brier'])
     w['name'] = entity_names(w)
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.66, 0.34], horizontal_spacing=0.2,
+    pts = w.dropna(subset=['accuracy', 'mean_confidence']).sort_values(['accuracy', 'mean_confidence'])
+    bars = w.dropna(subset=['brier']).assign(reliability=lambda d: 1 - d['brier']).sort_values('reliability')
+    bars['label'] = [_wrap_detail(n) for n in bars['name']]
+    W, m = 1250, dict(l=80, r=40, t=90, b=110)
+    # the bars' names stand between the panels: leave them the room they need (about 6.8 px a character)
+    chars = max((len(part) for n in bars['label'] for part in n.split('<br>')), default=0)
+    gap = min(0.4, max(0.12, (6.8 * chars + 40) / (W - m['l'] - m['r'])))
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.66, 0.34], horizontal_spacing=gap,
                         subplot_titles=('Mean confidence vs. accuracy', 'Reliability (1 - Brier score)'))
     fig.add_trace(go.Scatter(x=[0, 0, 1, 0], y=[0, 1, 1, 0], fill='toself', mode='lines', line=dict(width=0),
                              fillcolor='rgba(228,26,28,0.12)', name='Overconfidence Zone (OCG > 0)',
                              hoverinfo='skip'), row=1, col=1)
     fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode='lines', line=dict(color='black', dash='dash', width=1.5),
                              name='ideal calibration (y = x)', hoverinfo='skip'), row=1, col=1)
-    pts = w.dropna(subset=['accuracy', 'mean_confidence']).sort_values(['accuracy', 'mean_confidence'])
-    bars = w.dropna(subset=['brier']).assign(reliability=lambda d: 1 - d['brier']).sort_values('reliability')
     vals = pd.concat([pts['accuracy'], pts['mean_confidence']])
     lo = max(0.0, math.floor((vals.min() - 0.06) * 10) / 10) if len(vals) else 0.0
     for key, rows in _groups(w, ('source', 'setting', 'method')):
@@ -214,7 +243,7 @@ def hero_plot(df:pd.DataFrame, # long table with metrics accuracy, mean_confiden
             marker=dict(color=color, symbol=symbol, size=11, line=dict(color='black', width=0.8)),
             hovertemplate='%{text}<br>accuracy %{x:.3f}<br>mean confidence %{y:.3f}<extra></extra>'), row=1, col=1)
         fig.add_trace(go.Bar(
-            x=gb['reliability'], y=gb['name'], orientation='h', name=_group_name(key), legendgroup=str(key),
+            x=gb['reliability'], y=gb['label'], orientation='h', name=_group_name(key), legendgroup=str(key),
             showlegend=False, marker=dict(color=color, pattern_shape='.' if key.get('source') == 'this machine' else ''),
             text=[f'{v:.3f}' for v in gb['reliability']], textposition='outside',
             hovertemplate='%{y}<br>1 - Brier %{x:.3f}<extra></extra>'), row=1, col=2)
@@ -223,8 +252,8 @@ def hero_plot(df:pd.DataFrame, # long table with metrics accuracy, mean_confiden
     fig.update_xaxes(title_text='Accuracy', range=[lo, 1.0], row=1, col=1)
     fig.update_yaxes(title_text='Mean confidence', range=[lo, 1.04], row=1, col=1)
     fig.update_xaxes(title_text='1 - Brier score', range=[0, 1.12], row=1, col=2)
-    fig.update_yaxes(categoryorder='array', categoryarray=list(bars['name']), row=1, col=2)
-    W, H, m = 1250, 40 + max(520, 26 * len(bars)), dict(l=80, r=40, t=90, b=110)
+    fig.update_yaxes(categoryorder='array', categoryarray=list(bars['label']), row=1, col=2)
+    H = 40 + max(520, (42 if any('<br>' in n for n in bars['label']) else 26) * len(bars))   # a wrapped name needs two lines
     fig.update_layout(title=title, template='plotly_white', width=W, height=H, margin=m, barmode='overlay',
                       legend=dict(orientation='h', yanchor='top', y=-0.13, x=0))
     # point labels with leader lines, placed in pixels so that they do not overlap each other or the points
@@ -238,9 +267,7 @@ def hero_plot(df:pd.DataFrame, # long table with metrics accuracy, mean_confiden
     for (x, y, label), (ox, oy) in zip(spots[['accuracy', 'mean_confidence', 'label']].itertuples(index=False), offsets):
         fig.add_annotation(x=x, y=y, ax=ox, ay=-oy, text=label, showarrow=True, arrowhead=0, arrowwidth=0.7,
                            arrowcolor='#888', standoff=5, font=dict(size=10), align='left', row=1, col=1)
-    if note: fig.add_annotation(text=note, xref='paper', yref='paper', x=0, y=1.075, showarrow=False, xanchor='left',
-                                yanchor='bottom', align='left', font=dict(size=11, color='#666'))
-    return fig
+    return _add_note(fig, note)
 
 
 def _coincident(pts:pd.DataFrame, # points with accuracy, mean_confidence and name
@@ -372,6 +399,7 @@ def generalization_bars(df:pd.DataFrame, # long table with `setting` in ID / OOD
                         metrics:Sequence=('accuracy', 'ece', 'brier', 'spr'), # one column of panels per metric
                         shifts:Sequence=('OOD', 'CT'), # one row of panels per shift, compared with ID
                         title:str|None=None, # figure title; default names model and test domain
+                        note:str|None=None, # a line printed under the subtitle, e.g. `degenerate_note(...)`
                        ) -> go.Figure:
     "Figure `fig:generalization`: ID bars with the hatched shift to OOD (top) and CT (bottom) per method and metric."
     _check_long(df, 'generalization_bars', ('metric', 'value', 'setting', 'method'))
@@ -437,13 +465,14 @@ def generalization_bars(df:pd.DataFrame, # long table with `setting` in ID / OOD
                       template='plotly_white', barmode='overlay', width=1250, height=300 * len(shifts) + 200,
                       margin=dict(t=110), legend=dict(orientation='h', yanchor='top', y=-0.14, x=0))
     fig.update_xaxes(tickfont=dict(size=11))
-    return fig
+    return _add_note(fig, note)
 
 # %% ../nbs/10_figures.ipynb #c037
 def method_bars(df:pd.DataFrame, # long table: model, domain, method, metric, value (and source)
                 metrics:Sequence=('accuracy', 'ece', 'brier', 'spr'), # one column of panels per metric
                 row:str='domain', # one row of panels per value of this column
                 title:str|None=None, # figure title
+                note:str|None=None, # a line printed under the title, e.g. `degenerate_note(...)`
                ) -> go.Figure:
     "Grouped bars of a results table: panels per (row, metric), models on x, one bar per method and source."
     _check_long(df, 'method_bars', ('metric', 'value', 'model', 'method'))
@@ -475,7 +504,7 @@ def method_bars(df:pd.DataFrame, # long table: model, domain, method, metric, va
                       legend=dict(orientation='h', yanchor='top', y=-0.12 if len(rows) > 1 else -0.3, x=0))
     fig.update_xaxes(tickfont=dict(size=10))
     fig.update_annotations(font_size=13)
-    return fig
+    return _add_note(fig, note)
 
 # %% ../nbs/10_figures.ipynb #c040
 _SIZE = re.compile(r'(?:^|[-_ /:])(\d+(?:\.\d+)?)\s*([BbMmKk])(?=$|[-_ /.:])')
@@ -551,6 +580,7 @@ def _k_values(w:pd.DataFrame) -> list:
 def k_ablation(df:pd.DataFrame, # long table with a `K` column or settings like 'K=8'
                metrics:Sequence=('accuracy', 'ece', 'brier', 'spr', 'ocg'), # one line per metric
                title:str|None='Effect of the rollout sample size K', # figure title
+               note:str|None=None, # a line printed under the title, e.g. `degenerate_note(...)`
               ) -> go.Figure:
     "Figure `fig:effect` (left): accuracy, ECE, Brier, SPR and OCG against the number of rollouts K."
     _check_long(df, 'k_ablation')
@@ -573,8 +603,8 @@ def k_ablation(df:pd.DataFrame, # long table with a `K` column or settings like 
     fig.add_hline(y=0, line=dict(color='gray', width=1))
     fig.update_xaxes(type='log', title_text='K (rollouts per prompt)', tickvals=ks, ticktext=[f'{k:g}' for k in ks])
     fig.update_yaxes(title_text='metric value')
-    fig.update_layout(title=title, template='plotly_white', width=640, height=440)
-    return fig
+    fig.update_layout(title=title, template='plotly_white', width=640 if not note else 760, height=440)
+    return _add_note(fig, note)
 
 # %% ../nbs/10_figures.ipynb #c047
 def _dist_color(label:str, i:int) -> str:
@@ -709,6 +739,15 @@ def format_warning(ours:pd.DataFrame, # our runs, long format
     return (f"Note: {len(fa)} of our evaluations have a format adherence below {threshold:.0%}: a missing confidence "
             "counts as 0 (caopd.metrics), so a model that never states one and never answers right gets ECE = Brier = "
             "0, a perfect score by definition, not by calibration:\n  " + '\n  '.join(names))
+
+
+def degenerate_note(ours:pd.DataFrame, # our runs, long format
+                    threshold:float=0.5, # format adherence below which a run is flagged
+                   ) -> str|None:
+    "The one-line caveat of a figure that shows runs flagged by `format_warning` (None when there are none)."
+    if not format_warning(ours, threshold): return None
+    return (f'Runs of this machine: the model rarely states a confidence (format adherence < {threshold:.0%}); a missing '
+            'confidence counts as 0, so every number computed from their confidences is degenerate.')
 
 
 def missing_runs(paper:pd.DataFrame, # a paper table (long format)
