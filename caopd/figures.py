@@ -620,13 +620,13 @@ def confidence_distributions(series:Mapping[str, Sequence], # {label: confidence
                              n_bins:int=20, # equal-width bins on [0, 1]
                              title:str|None='Confidence distributions', # figure title
                             ) -> go.Figure:
-    "Figure `fig:effect` (right): overlaid histograms of confidences (fraction per bin), one per series."
+    "Figure `fig:effect` (right): histograms of confidences (fraction per bin), one per series, side by side."
     if not isinstance(series, Mapping): raise TypeError("series must be a dict {label: list of confidences}")
     if not series: return _note_figure('no confidences to plot', title)
     fig = confidence_histogram(dict(series), n_bins=n_bins, normalize=True, title=title)
     for i, (t, label) in enumerate(zip(fig.data, series)):
-        t.update(marker=dict(color=_dist_color(label, i), line=dict(color='white', width=0.5)), opacity=0.6)
-    fig.update_layout(barmode='overlay', bargap=0.02, height=480, legend=dict(orientation='h', yanchor='top', y=-0.2, x=0))
+        t.update(marker=dict(color=_dist_color(label, i), line=dict(color='white', width=0.5)), opacity=0.85)
+    fig.update_layout(barmode='group', bargap=0.1, height=480, legend=dict(orientation='h', yanchor='top', y=-0.2, x=0))
     return fig
 
 # %% ../nbs/10_figures.ipynb #c050
