@@ -54,3 +54,8 @@ def main():
 
 if __name__ == '__main__':
     main()
+    # Every rank has written its JSON. Destroying the process group did not stop all of the aborts at shutdown (a run
+    # of the full suite still saw one rank die with SIGABRT in a C++ destructor after a good run), so leave without the
+    # interpreter's and C++'s teardown: nothing is left to save.
+    sys.stdout.flush(); sys.stderr.flush()
+    os._exit(0)
