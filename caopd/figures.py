@@ -4,15 +4,15 @@
 
 # %% auto #0
 __all__ = ['ENTITY_COLUMNS', 'METRIC_TITLES', 'METHOD_NAMES', 'METHOD_COLORS', 'SETTING_COLORS', 'DOMAIN_NAMES', 'SOURCE_SYMBOLS',
-           'ACCURACY_KEYS', 'K_COLORS', 'TRAINABLE', 'paper_dir', 'paper_table', 'method_color', 'wide_table',
-           'entity_names', 'place_labels', 'hero_plot', 'log_metric', 'training_curves', 'format_adherence_curves',
-           'generalization_bars', 'method_bars', 'model_size', 'scaling_bubbles', 'k_ablation',
-           'confidence_distributions', 'reliability_grid', 'markdown_table', 'save_table', 'run_name', 'tidy_runs',
-           'main_runs', 'format_warning', 'degenerate_note', 'missing_runs', 'compare_table', 'missing_run_commands',
-           'missing_report', 'our_runs', 'run_logs']
+           'ACCURACY_KEYS', 'K_COLORS', 'PIPELINE_STAGES', 'TRAINABLE', 'paper_dir', 'paper_table', 'method_color',
+           'wide_table', 'entity_names', 'place_labels', 'hero_plot', 'log_metric', 'training_curves',
+           'format_adherence_curves', 'generalization_bars', 'method_bars', 'model_size', 'scaling_bubbles',
+           'k_ablation', 'confidence_distributions', 'text_excerpt', 'pipeline_figure', 'reliability_grid',
+           'markdown_table', 'save_table', 'run_name', 'tidy_runs', 'main_runs', 'format_warning', 'degenerate_note',
+           'missing_runs', 'compare_table', 'missing_run_commands', 'missing_report', 'our_runs', 'run_logs']
 
 # %% ../nbs/10_figures.ipynb #c002
-import fnmatch, math, re, textwrap
+import fnmatch, html, math, re, textwrap
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -628,6 +628,57 @@ def confidence_distributions(series:Mapping[str, Sequence], # {label: confidence
         t.update(marker=dict(color=_dist_color(label, i), line=dict(color='white', width=0.5)), opacity=0.85)
     fig.update_layout(barmode='group', bargap=0.1, height=480, legend=dict(orientation='h', yanchor='top', y=-0.2, x=0))
     return fig
+
+# %% ../nbs/10_figures.ipynb #c048b
+PIPELINE_STAGES = ('(1) Query the student', '(2) Empirical confidence', '(3) Revise the completion',
+                   '(4) Teacher context', '(5) Per-token divergence')
+
+
+def text_excerpt(text:str, # any text, e.g. a completion
+                 width:int=38, # characters per line
+                 lines:int=18, # at most this many lines: the end of the text, after a '…' line
+                ) -> str:
+    "The end of `text` wrapped to `width`, as plotly annotation text: '<', '>' and '&' shown as they are, '<br>' lines."
+    rows = [r for line in str(text).splitlines() for r in (textwrap.wrap(line, width) or [''])]
+    if len(rows) > lines: rows = ['…'] + rows[-(lines - 1):]
+    return '<br>'.join(html.escape(r, quote=False) for r in rows)
+
+
+def pipeline_figure(stages:Sequence, # (title, text) per stage: what each stage of Algorithm 1 produced
+                    tokens:Sequence[str], # the revised completion's tokens, as text
+                    divergence:Sequence[float], # the per-token divergence at each token
+                    confidence_mask:Sequence[bool], # I_c: the tokens that encode the new confidence
+                    title:str|None='The CaOPD pipeline on one prompt', # figure title
+                    note:str|None=None, # a line printed under the title, e.g. the model and the prompt
+                   ) -> go.Figure:
+    "Figure `fig:method_pipeline` from a run: a box per stage with its output, and the per-token divergence, I_a and I_c apart."
+    if not len(stages): raise ValueError("pipeline_figure needs at least one (title, text) stage")
+    if not len(tokens) == len(divergence) == len(confidence_mask):
+        raise ValueError(f"tokens ({len(tokens)}), divergence ({len(divergence)}) and confidence_mask "
+                         f"({len(confidence_mask)}) must have one entry per token of the revised completion")
+    fig, n, gap, W = go.Figure(), len(stages), 0.015, 1250
+    w = (1 - gap * (n - 1)) / n
+    chars = int(w * (W - 160) / 6.2)   # monospace 10 px: about 6 px a character
+    for i, (head, text) in enumerate(stages):
+        x0 = i * (w + gap)
+        fig.add_shape(type='rect', xref='paper', yref='paper', x0=x0, x1=x0 + w, y0=0.56, y1=1.0,
+                      line=dict(color='#59a14f' if i in (2, 3) else '#999', width=1.2), fillcolor='rgba(0,0,0,0.02)')
+        fig.add_annotation(xref='paper', yref='paper', x=x0 + 0.004, y=0.99, xanchor='left', yanchor='top', align='left',
+                           showarrow=False, text=f'<b>{html.escape(str(head), quote=False)}</b><br>'
+                           + text_excerpt(text, chars), font=dict(size=10, family='monospace'))
+        if i: fig.add_annotation(xref='paper', yref='paper', x=x0 - gap / 2, y=0.78, text='▶', showarrow=False,
+                                 font=dict(size=12, color='#666'))
+    c, d = np.asarray(confidence_mask, bool), np.asarray(divergence, float)
+    x, tok = np.arange(len(tokens)), np.array([repr(str(t))[1:-1] for t in tokens], dtype=object)
+    for name, keep, color in (('I_a: reasoning tokens', ~c, '#4e79a7'), ('I_c: confidence tokens', c, '#e15759')):
+        fig.add_trace(go.Bar(x=x[keep], y=d[keep], name=f'{name} (mean {d[keep].mean():.3f})' if keep.any() else name,
+                             marker_color=color, customdata=tok[keep],
+                             hovertemplate='token %{x}: "%{customdata}"<br>divergence %{y:.4f}<extra></extra>'))
+    fig.update_layout(title=title, template='plotly_white', width=W, height=760, margin=dict(l=70, r=30, t=90, b=70),
+                      bargap=0.1, yaxis=dict(domain=[0, 0.44], title='per-token divergence'),
+                      xaxis=dict(title='token of the revised completion'),
+                      legend=dict(orientation='h', yanchor='bottom', y=0.45, x=0))
+    return _add_note(fig, note)
 
 # %% ../nbs/10_figures.ipynb #c050
 def reliability_grid(runs:Mapping[str, tuple], # {label: (confidences, correct)} per model or run

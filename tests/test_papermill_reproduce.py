@@ -32,6 +32,7 @@ EXPECTED = {
     'figure6_effect_k_confidence': (['figure6_k_ablation.csv', 'figure6_k_ablation.md', 'figure6_k_ablation.html',
                                      'figure6_confidence_distributions.html'], 'figure6_k_ablation.csv'),
     'figure7_dynamics_scales': (['figure7_dynamics_scales.html'], None),
+    'figure5_pipeline': (['figure5_pipeline.html', 'figure5_pipeline_tokens.csv', 'figure5_pipeline_tokens.md'], None),
 }
 
 
@@ -88,11 +89,11 @@ def fake_runs(tmp_path_factory):
     return root
 
 
-def run_reproduce(nb:Path, runs_dir:Path, out:Path, tmp_path:Path):
+def run_reproduce(nb:Path, runs_dir:Path, out:Path, tmp_path:Path, **params):
     import papermill as pm
     before = nb.read_bytes()
     pm.execute_notebook(str(nb), str(tmp_path/nb.name), kernel_name='python3', cwd=str(ROOT), progress_bar=False,
-                        parameters=dict(runs_dir=str(runs_dir), out_dir=str(out), png=False))
+                        parameters=dict(runs_dir=str(runs_dir), out_dir=str(out), png=False, **params))
     assert nb.read_bytes() == before, f'{nb.name}: papermill changed the source notebook'
     files, table = EXPECTED[nb.stem]
     missing = [f for f in files if not (out/f).is_file()]
@@ -101,11 +102,23 @@ def run_reproduce(nb:Path, runs_dir:Path, out:Path, tmp_path:Path):
     return table
 
 
+def tiny_params(tmp_path:Path) -> dict:
+    "Figure 5 runs a model: a tiny random one, a few tokens, the fixture records instead of the real data."
+    from trainer_helpers import tiny_model_dir
+    return dict(model=tiny_model_dir(tmp_path/'tiny'), K=4, max_new_tokens=12, data_dir=str(ROOT/'data'/'fixtures'),
+                split='all', index=1)
+
+
 @pytest.mark.parametrize('nb', REPRODUCE, ids=lambda p: p.stem)
 def test_reproduce_without_runs(nb, tmp_path):
     "No run folder: every notebook still writes its tables and figures from the paper's numbers alone."
     (tmp_path/'runs').mkdir()
-    table = run_reproduce(nb, tmp_path/'runs', tmp_path/'out', tmp_path)
+    params = tiny_params(tmp_path) if nb.stem == 'figure5_pipeline' else {}
+    table = run_reproduce(nb, tmp_path/'runs', tmp_path/'out', tmp_path, **params)
+    if nb.stem == 'figure5_pipeline':  # the tiny model states no confidence: sampled tokens (I_a), then mu_hat appended (I_c)
+        t = pd.read_csv(tmp_path/'out'/'figure5_pipeline_tokens.csv')
+        assert t['confidence_token'].any() and not t['confidence_token'].all(), t
+        assert t.loc[t['confidence_token'], 'position'].min() > t.loc[~t['confidence_token'], 'position'].max(), t
     if table and 'source' in (t := pd.read_csv(tmp_path/'out'/table)).columns:
         assert set(t['source']) == {'paper'}, f'{table}: rows from this machine although there is no run'
 
