@@ -659,7 +659,7 @@ def pipeline_figure(stages:Sequence, # (title, text) per stage: what each stage 
     fig, n, gap, W = go.Figure(), len(stages), 0.015, 1250
     w = (1 - gap * (n - 1)) / n
     chars = int(w * (W - 160) / 6.2)   # monospace 10 px: about 6 px a character
-    for i, (head, text) in enumerate(stages):
+    for i, (head, text) in enumerate(stages):   # green: stages (3) and (4), the two that CaOPD adds to the backbone
         x0 = i * (w + gap)
         fig.add_shape(type='rect', xref='paper', yref='paper', x0=x0, x1=x0 + w, y0=0.56, y1=1.0,
                       line=dict(color='#59a14f' if i in (2, 3) else '#999', width=1.2), fillcolor='rgba(0,0,0,0.02)')
