@@ -48,8 +48,7 @@ def per_token_divergence(
     teacher_logits: torch.Tensor,  # (B, T, V) teacher logits, conditioned on (x, z~); detached
     completion_ids: torch.Tensor | None = None,  # (B, T) ids of the revised completion; for 'sampled_token'
     *,
-    divergence: str = "reverse_kl",  # 'reverse_kl', 'forward_kl' or 'jsd' (see `distillation_alpha`)
-    alpha: float = 0.5,  # teacher weight of the 'jsd' mixture
+    alpha: float = 1.0,  # TRL's `distillation_alpha`: 1 reverse KL (paper), 0 forward KL, between: JSD
     mode: str = "topk_logits",  # TRL's `distillation_mode`: 'topk_logits', 'full_logits' or 'sampled_token'
     topk: int = 100,  # K of 'topk_logits'; the support is the student's top-K tokens
     add_tail: bool = True,  # top-K: tail bucket for the rest (True) or renormalise (False)
@@ -58,7 +57,10 @@ def per_token_divergence(
     if student_logits.shape != teacher_logits.shape:
         raise ValueError(f"student_logits {tuple(student_logits.shape)} and teacher_logits "
                          f"{tuple(teacher_logits.shape)} must have the same (B, T, V) shape.")
-    a = distillation_alpha(divergence, alpha)
+    if isinstance(alpha, bool) or not 0.0 <= float(alpha) <= 1.0:
+        raise ValueError(f"alpha={alpha!r} must be in [0, 1] (TRL's distillation_alpha: 1 reverse KL, 0 forward KL); "
+                         "`distillation_alpha('jsd', 0.3)` gives it for a divergence named in words.")
+    a = float(alpha)
     teacher_logits = teacher_logits.detach()
     if mode == "topk_logits":
         if topk < 1: raise ValueError(f"topk must be >= 1, got {topk}.")
@@ -68,7 +70,7 @@ def per_token_divergence(
     if mode == "full_logits":
         return compute_full_logit_self_distillation_loss(student_logits, teacher_logits, distillation_alpha=a)
     if mode == "sampled_token":
-        if a != 1.0: raise ValueError(f"mode='sampled_token' supports only divergence='reverse_kl', got {divergence!r}.")
+        if a != 1.0: raise ValueError(f"mode='sampled_token' supports only the reverse KL (alpha=1.0), got alpha={a}.")
         if completion_ids is None: raise ValueError("mode='sampled_token' needs completion_ids.")
         return compute_sampled_token_self_distillation_loss(student_logits, teacher_logits, completion_ids,
                                                             distillation_alpha=a)
@@ -80,16 +82,16 @@ def clip_importance_weights(
     student_logits: torch.Tensor,  # (B, T, V) current student logits
     completion_ids: torch.Tensor,  # (B, T) token ids of the revised completion
     old_logps: torch.Tensor | None,  # (B, T) rollout-policy log-probs of completion_ids, or None
-    confidence_mask: torch.Tensor,  # (B, T) positions I_c, rewritten by target replacement: left unweighted
+    unsampled_mask: torch.Tensor,  # (B, T) positions the rollout policy did not sample (I_c, anything rewritten): left unweighted
     is_clip: float | None = 2.0,  # upper clip of the ratio (Table 8: 2); None disables the correction
-) -> torch.Tensor:  # (B, T) per-token loss, reweighted at every position outside I_c
-    "TRL's clipped importance-sampling correction, applied everywhere except the rewritten positions I_c."
+) -> torch.Tensor:  # (B, T) per-token loss, reweighted at every sampled position
+    "TRL's clipped importance-sampling correction, applied everywhere except the positions target replacement wrote."
     if old_logps is None or is_clip is None: return per_token
     if old_logps.shape != per_token.shape:
         raise ValueError(f"old_logps {tuple(old_logps.shape)} must have the (B, T) shape {tuple(per_token.shape)}.")
     student_logps = selective_log_softmax(student_logits, completion_ids)
     weighted = apply_importance_sampling_clipping(per_token, student_logps, old_logps, is_clip)
-    return torch.where(confidence_mask > 0, per_token, weighted)
+    return torch.where(unsampled_mask > 0, per_token, weighted)
 
 # %% ../nbs/06_loss.ipynb #c014
 REDUCTIONS = ("sequence_mean", "token_mean", "sum", "none")
@@ -100,12 +102,15 @@ def aggregate_loss(
     mask: torch.Tensor,  # (B, T) positions summed (I_a, I_c, or both)
     loss_mask: torch.Tensor | None = None,  # (B, T) positions counted in the normaliser; default `mask`
     reduction: str = "sequence_mean",  # one of REDUCTIONS (see the table above)
+    num_tokens: float | torch.Tensor | None = None,  # 'token_mean': the normaliser; default: the positions of `loss_mask`
 ) -> torch.Tensor:  # scalar, or (B, T) when reduction='none'
-    "Reduce `per_token` over `mask`, normalised by the positions of `loss_mask`."
+    "Reduce `per_token` over `mask`, normalised by the positions of `loss_mask` (or by `num_tokens`)."
     loss_mask = mask if loss_mask is None else loss_mask
     masked = per_token * mask
     if reduction == "sequence_mean": return (masked.sum(-1) / loss_mask.sum(-1).clamp(min=1.0)).mean()
-    if reduction == "token_mean": return masked.sum() / loss_mask.sum().clamp(min=1.0)
+    if reduction == "token_mean":
+        n = loss_mask.sum() if num_tokens is None else torch.as_tensor(num_tokens, dtype=per_token.dtype)
+        return masked.sum() / n.clamp(min=1.0)
     if reduction == "sum": return masked.sum(-1).mean()
     if reduction == "none": return masked
     raise ValueError(f"reduction={reduction!r} is not one of {REDUCTIONS}.")
@@ -126,31 +131,32 @@ def caopd_loss(
     reasoning_mask: torch.Tensor,  # (B, T) 1 at reasoning positions I_a, 0 elsewhere (bool or 0/1)
     confidence_mask: torch.Tensor,  # (B, T) 1 at confidence positions I_c, 0 elsewhere; disjoint from reasoning_mask
     *,
-    divergence: str = "reverse_kl",  # 'reverse_kl' (paper, Table 8), 'forward_kl' or 'jsd'
-    alpha: float = 0.5,  # teacher weight of the 'jsd' mixture (TRL's `distillation_alpha`)
+    alpha: float = 1.0,  # TRL's `distillation_alpha`: 1 reverse KL (paper, Table 8), 0 forward KL, between: JSD
     mode: str = "topk_logits",  # TRL's `distillation_mode`: 'topk_logits' (paper), 'full_logits', 'sampled_token'
     topk: int = 100,  # K of top-K distillation (Table 8: 100); the support is the student's top-K
     add_tail: bool = True,  # keep the mass outside the top-K as one tail bucket
     old_logps: torch.Tensor | None = None,  # (B, T) rollout-policy log-probs of completion_ids; None: no IS correction
-    is_clip: float | None = 2.0,  # IS ratio clip (Table 8: 2); never applied at I_c
+    is_clip: float | None = 2.0,  # IS ratio clip (Table 8: 2); never applied at unsampled positions
+    unsampled_mask: torch.Tensor | None = None,  # (B, T) positions not drawn by the rollout policy; default: I_c
     reduction: str = "sequence_mean",  # 'sequence_mean' (TRL), 'token_mean' (verl), 'sum' (paper) or 'none'
+    num_tokens: float | torch.Tensor | None = None,  # 'token_mean' normaliser; default: the loss positions here
 ) -> CaOPDLoss:
     "CaOPD objective (Eq. caopd_loss): the backbone per-token divergence on y~, split into capability and calibration."
     B, T = student_logits.shape[:2]
+    unsampled_mask = confidence_mask if unsampled_mask is None else unsampled_mask
     for name, m in (("completion_ids", completion_ids), ("reasoning_mask", reasoning_mask),
-                    ("confidence_mask", confidence_mask)):
+                    ("confidence_mask", confidence_mask), ("unsampled_mask", unsampled_mask)):
         if tuple(m.shape) != (B, T):
             raise ValueError(f"{name} has shape {tuple(m.shape)}; expected (B, T) = {(B, T)} like student_logits.")
     overlap = int(((reasoning_mask > 0) & (confidence_mask > 0)).sum())
     if overlap:
         raise ValueError(f"reasoning_mask and confidence_mask overlap at {overlap} positions; I_a and I_c must be "
                          "disjoint (a position is either reasoning or confidence).")
-    per_token = per_token_divergence(student_logits, teacher_logits, completion_ids, divergence=divergence,
-                                     alpha=alpha, mode=mode, topk=topk, add_tail=add_tail)
-    per_token = clip_importance_weights(per_token, student_logits, completion_ids, old_logps, confidence_mask, is_clip)
+    per_token = per_token_divergence(student_logits, teacher_logits, completion_ids, alpha=alpha, mode=mode,
+                                     topk=topk, add_tail=add_tail)
+    per_token = clip_importance_weights(per_token, student_logits, completion_ids, old_logps, unsampled_mask, is_clip)
     m_a, m_c = reasoning_mask.to(per_token.dtype), confidence_mask.to(per_token.dtype)
     loss_mask = m_a + m_c
-    return CaOPDLoss(loss=aggregate_loss(per_token, loss_mask, reduction=reduction),
-                     capability_loss=aggregate_loss(per_token, m_a, loss_mask, reduction),
-                     calibration_loss=aggregate_loss(per_token, m_c, loss_mask, reduction),
+    part = lambda m: aggregate_loss(per_token, m, loss_mask, reduction, num_tokens)
+    return CaOPDLoss(loss=part(loss_mask), capability_loss=part(m_a), calibration_loss=part(m_c),
                      per_token=per_token * loss_mask)
