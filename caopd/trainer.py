@@ -25,7 +25,7 @@ with warnings.catch_warnings():
 
 from .confidence import format_confidence, parse_confidence, rewrite_completion_ids, rewrite_confidence
 from .data import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
-from .loss import aggregate_loss, clip_importance_weights, per_token_divergence
+from .loss import caopd_loss
 
 # %% ../nbs/07_trainer.ipynb #c006
 ESTIMATORS = ("frequency", "beta")
@@ -36,21 +36,26 @@ def empirical_confidence(
     group_size: int,  # K, the rollouts per prompt
     estimator: str = "frequency",  # 'frequency' (the paper's Eq. mu_hat) or 'beta' (posterior mean)
     prior: tuple[float, float] = (1.0, 1.0),  # (a, b) pseudo-successes and pseudo-failures of the 'beta' prior
-) -> torch.Tensor:  # (N,) float, mu_hat of each row's prompt (equal within a group)
-    "mu_hat(x) = (1/K) sum_k R(x, a_k) for every group of K consecutive rows, repeated over the group's rows."
+    leave_one_out: bool = False,  # each row's estimate from the other K - 1 rollouts of its prompt (needs K >= 2)
+) -> torch.Tensor:  # (N,) float, mu_hat of each row's prompt (equal within a group unless leave_one_out)
+    "mu_hat(x) = (1/K) sum_k R(x, a_k) for every group of K consecutive rows, or each row's leave-one-out estimate."
     success = torch.as_tensor(success).float().flatten()
     if isinstance(group_size, bool) or int(group_size) != group_size or group_size < 1:
         raise ValueError(f"group_size must be a positive int (K rollouts per prompt), got {group_size!r}.")
     if success.numel() % group_size:
         raise ValueError(f"{success.numel()} outcomes do not split into groups of K={group_size} rollouts per prompt.")
-    s = success.view(-1, int(group_size)).sum(1)
-    if estimator == "frequency": mu = s / group_size
-    elif estimator == "beta":
+    if leave_one_out and group_size < 2:
+        raise ValueError("leave_one_out needs K >= 2 rollouts per prompt (the others of a row's group), got K=1.")
+    K = int(group_size)
+    s = success.view(-1, K).sum(1).repeat_interleave(K)
+    n = K
+    if leave_one_out: s, n = s - success, K - 1
+    if estimator == "frequency": return s / n
+    if estimator == "beta":
         a, b = prior
         if not (a > 0 and b > 0): raise ValueError(f"the Beta prior needs a > 0 and b > 0, got {prior!r}.")
-        mu = (s + a) / (group_size + a + b)
-    else: raise ValueError(f"estimator={estimator!r} is not one of {ESTIMATORS}.")
-    return mu.repeat_interleave(int(group_size))
+        return (s + a) / (n + a + b)
+    raise ValueError(f"estimator={estimator!r} is not one of {ESTIMATORS}.")
 
 # %% ../nbs/07_trainer.ipynb #c009
 def target_denominator(
@@ -58,11 +63,13 @@ def target_denominator(
     estimator: str = "frequency",  # see `empirical_confidence`
     prior: tuple[float, float] = (1.0, 1.0),  # the 'beta' prior
     decimals: int | None = None,  # force this many decimals instead
+    leave_one_out: bool = False,  # the estimate uses K - 1 rollouts (see `empirical_confidence`)
 ) -> int | None:  # the `k` for `format_confidence`/`rewrite_confidence` (None: two decimals)
     "Denominator of the values mu_hat can take, which sets how many decimals the rewritten confidence has."
     if decimals is not None: return 10 ** int(decimals)
-    if estimator == "frequency": return int(group_size)
-    n = group_size + prior[0] + prior[1]
+    k = group_size - 1 if leave_one_out and group_size > 1 else group_size
+    if estimator == "frequency": return int(k)
+    n = k + prior[0] + prior[1]
     return int(n) if float(n).is_integer() else None
 
 # %% ../nbs/07_trainer.ipynb #c012
@@ -81,6 +88,15 @@ class CaOPDConfig:
         "Decimals of the rewritten confidence. None: as many as the estimator's values need (K=8: '0.375').")})
     success_reward_threshold: float = field(default=1.0, metadata={"help": (
         "A rollout counts as a success, R(x, a) = 1, when its (summed) reward is at least this.")})
+    confidence_leave_one_out: bool = field(default=True, metadata={"help": (
+        "Each distilled rollout's target is mu_hat from the OTHER rollouts of its prompt (K - 1), so that its target "
+        "does not contain its own outcome (Algorithm 1 samples the distilled trajectory apart from the K rollouts "
+        "behind mu_hat; here they are reused). Off: the in-sample mean over all K, which leans 1/K toward the "
+        "rollout's own success. Applied when at least 2 rollouts per prompt are scored.")})
+    distillation_reduction: str = field(default="sequence_mean", metadata={"help": (
+        "How per-token losses are averaged (`caopd.loss.REDUCTIONS`): 'sequence_mean' (TRL's SDFT and SDPO; the "
+        "paper's SDFT stack) or 'token_mean' over every loss position of the optimiser step (verl, the paper's SDPO "
+        "stack; the default of CaOPDSDPOConfig).")})
     # Table 8 (Distillation loss, SDPO / CaOPD; Batching & Rollout; Training & Optimization)
     num_generations: int = field(default=8, metadata={"help": "K: rollouts per prompt (Table 8: 8)."})
     distillation_mode: str = field(default="topk_logits", metadata={"help": (
@@ -89,6 +105,10 @@ class CaOPDConfig:
     distillation_topk: int | None = field(default=100, metadata={"help": "Top-K distillation (Table 8: 100)."})
     distillation_alpha: float = field(default=1.0, metadata={"help": (
         "Divergence: 1.0 reverse KL (Table 8), 0.0 forward KL, in between the generalised JSD.")})
+    distillation_add_tail: bool = field(default=True, metadata={"help": (
+        "Top-K distillation keeps the mass outside the student's top K as one tail bucket (the SDPO reference "
+        "configuration; Table 8 is silent). Off: TRL's default, the top K renormalised, which can hide the teacher's "
+        "preference for the digits of mu_hat when the student ranks them low (nbs/06_loss.ipynb).")})
     distillation_is_clip: float | None = field(default=2.0, metadata={"help": (
         "Clip of the rollout importance-sampling ratio (Table 8: 2); never applied at rewritten positions.")})
     teacher_model_kind: str = field(default="ema", metadata={"help": "Teacher weights: 'ema' (the paper), 'base', 'live'."})
@@ -111,6 +131,9 @@ class CaOPDConfig:
             raise ValueError(f"confidence_decimals must be None or an int in [1, 6], got {self.confidence_decimals!r}.")
         if not math.isfinite(self.success_reward_threshold):
             raise ValueError(f"success_reward_threshold must be finite, got {self.success_reward_threshold}.")
+        if self.distillation_reduction not in ("sequence_mean", "token_mean"):
+            raise ValueError(f"distillation_reduction={self.distillation_reduction!r} is not one of "
+                             "('sequence_mean', 'token_mean').")
         if self.distillation_mode == "topk_logits" and not (self.distillation_topk or 0) >= 1:
             raise ValueError("distillation_mode='topk_logits' needs distillation_topk >= 1 (Table 8: 100).")
         if self.calibrate and getattr(self, "use_teacher_server", False):
@@ -168,7 +191,12 @@ class CaOPDSDPOConfig(CaOPDConfig, SDPOConfig):
     no_solution_template: str = field(
         default="\n\nSuccess rate of your own attempts at this question:\nConfidence: {confidence}\n", metadata={"help": (
             "Teacher context of a sample with no successful sibling rollout, in place of solution_template; "
-            "{confidence} becomes mu_hat. Only the calibration term uses it (SDPO masks the capability term).")})
+            "{confidence} becomes mu_hat. Only the calibration term uses it (SDPO masks the capability term). "
+            "This project's choice: the paper does not say what the teacher of such a sample sees.")})
+    distillation_reduction: str = field(default="token_mean", metadata={"help": (
+        "'token_mean' (default): every loss position of the optimiser step weighs the same, as in the paper's SDPO "
+        "stack (verl, token-mean); a calibration token of a sample without a successful sibling then weighs what "
+        "one of a solved sample weighs. 'sequence_mean': TRL's SDPO aggregation.")})
 
     def __post_init__(self):
         super().__post_init__()
@@ -179,13 +207,6 @@ class CaOPDSDPOConfig(CaOPDConfig, SDPOConfig):
             raise ValueError("no_solution_template must contain the placeholder {confidence} (where mu_hat is written).")
 
 # %% ../nbs/07_trainer.ipynb #c019
-def _divergence(alpha: float) -> tuple[str, float]:
-    "`caopd.loss`'s divergence name (and JSD weight) for TRL's `distillation_alpha`."
-    if alpha == 1.0: return "reverse_kl", 0.5
-    if alpha == 0.0: return "forward_kl", 0.5
-    return "jsd", float(alpha)
-
-
 def _stack(rows: list[list[int]], value: int, device) -> torch.Tensor:
     "Right-padded (B, T) long tensor from lists of ints."
     return pad([torch.tensor(r, dtype=torch.long) for r in rows], padding_value=value, padding_side="right").to(device)
@@ -207,11 +228,15 @@ class CaOPDMixin:
         "Generation passes whose rollouts estimate mu_hat (1: the distilled rollouts only)."
         return 1
 
+    def _leave_one_out(self) -> bool:
+        "Whether targets are leave-one-out estimates: asked for, and at least 2 rollouts per prompt scored."
+        return self.args.confidence_leave_one_out and self._group_size() * self._confidence_passes() >= 2
+
     def _confidence_k(self) -> int | None:
         "Denominator that sets the decimals of the rewritten confidence (see `target_denominator`)."
         a = self.args
         return target_denominator(self._group_size() * self._confidence_passes(), a.confidence_estimator,
-                                  a.confidence_prior, a.confidence_decimals)
+                                  a.confidence_prior, a.confidence_decimals, self._leave_one_out())
 
     def _empirical_confidence(self, local_success: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         "mu_hat of the local rows and of all rows, and all outcomes, from (R, B) local outcomes of R generation passes."
@@ -221,8 +246,9 @@ class CaOPDMixin:
         # (R, P*B) outcomes of every process, rows in global order; group the R passes of each prompt together
         passes = torch.stack([self.accelerator.gather(s) for s in local_success])
         per_prompt = passes.view(R, -1, G).transpose(0, 1).reshape(-1)  # prompt-major: (prompts * R * G,)
-        mu = empirical_confidence(per_prompt, R * G, self.args.confidence_estimator, self.args.confidence_prior)
-        mu_all = mu.view(-1, R * G)[:, 0].repeat_interleave(G)  # (P*B,) one value per row of the global batch
+        mu = empirical_confidence(per_prompt, R * G, self.args.confidence_estimator, self.args.confidence_prior,
+                                  self._leave_one_out())
+        mu_all = mu.view(-1, R, G)[:, 0].reshape(-1)  # (P*B,) the target of each distilled row (pass 0), global order
         start = self.accelerator.process_index * B
         return mu_all[start:start + B], mu_all, passes[0]
 
@@ -237,10 +263,10 @@ class CaOPDMixin:
         m["caopd/rollout_accuracy"].append(all_success.float().mean().item())
         m["caopd/format_adherence"].append(parsed.float().mean().item())
         if parsed.any(): m["caopd/verbalized_confidence"].append(conf[parsed].mean().item())
-        if mode == "train":  # one mu_hat per prompt and step: the distribution of the targets CaOPD distills
+        if mode == "train":  # one mu_hat per distilled row and step: the distribution of the targets CaOPD distills
             targets = self.__dict__.setdefault("confidence_targets", [])
             step = self.state.global_step + 1  # the optimizer step these rollouts train
-            targets.extend(dict(step=step, mu_hat=v) for v in mu_all.view(-1, self._group_size())[:, 0].tolist())
+            targets.extend(dict(step=step, mu_hat=v) for v in mu_all.tolist())
 
     def _revise_completions(self, batch: dict, mu_local: torch.Tensor | None):
         "Target replacement in the completions of `batch` (in place): the confidence value becomes mu_hat."
@@ -268,28 +294,43 @@ class CaOPDMixin:
             for b, r in enumerate(rows): new_old[b, :r.n_kept] = old[b, :r.n_kept]
             batch["old_per_token_logps"] = new_old
 
+    def _capability_gate(self, batch: dict) -> torch.Tensor:
+        "(B, T) where the backbone trains the reasoning: SDPO's `self_distillation_mask`, SDFT's skipped first tokens."
+        cm = batch["completion_mask"]
+        gate = torch.ones_like(cm)
+        if batch.get("self_distillation_mask") is not None: gate = gate * batch["self_distillation_mask"][:, None].long()
+        skip = getattr(self, "num_loss_tokens_to_skip", 0)
+        if skip > 0: gate = gate * (torch.arange(cm.shape[1], device=cm.device)[None] >= skip).long()
+        return gate
+
+    def _count_loss_tokens(self, batch: dict):
+        "Add `num_loss_tokens` (B,): the step's loss positions (all rows, processes) per micro-batch, for 'token_mean'."
+        cm = batch["completion_mask"]
+        local = ((batch["reasoning_mask"] * self._capability_gate(batch) + batch["confidence_mask"]) * cm).sum().float()
+        total = self.accelerator.gather(local[None]).sum()
+        micro_batches = self.accelerator.num_processes * (self.args.steps_per_generation if self.model.training else 1)
+        batch["num_loss_tokens"] = (total / micro_batches).expand(cm.shape[0]).clone()
+
     def _compute_self_distillation_loss(self, model, inputs, distillation_logits):
-        "CaOPD loss: the backbone's per-token divergence on the revised completion, split into I_a and I_c."
+        "CaOPD loss (`caopd.loss.caopd_loss`): the backbone's per-token divergence on the revised completion, split."
         dl, args = distillation_logits, self.args
         mode = "train" if model.training else "eval"
-        divergence, alpha = _divergence(args.distillation_alpha)
-        per_token = per_token_divergence(
-            dl.student_logits, dl.teacher_logits, dl.completion_ids, divergence=divergence, alpha=alpha,
-            mode=args.distillation_mode, topk=args.distillation_topk or 1, add_tail=args.distillation_add_tail)
-        per_token = clip_importance_weights(per_token, dl.student_logits, dl.completion_ids,
-                                            inputs.get("old_per_token_logps"), 1 - inputs["sampled_mask"],
-                                            args.distillation_is_clip)
-        m_a = (inputs["reasoning_mask"] * dl.loss_mask).to(per_token.dtype)  # capability: the backbone's own masking
-        m_c = (inputs["confidence_mask"] * inputs["completion_mask"]).to(per_token.dtype)  # calibration: every sample
-        merged = m_a + m_c
-        loss = aggregate_loss(per_token, merged)
-        capability, calibration = aggregate_loss(per_token, m_a, merged), aggregate_loss(per_token, m_c, merged)
-        token_mean = (per_token * merged).sum() / merged.sum().clamp(min=1.0)  # what TRL logs as distillation_loss
-        stats = self.accelerator.gather(torch.stack([token_mean, capability, calibration]).detach()[None]).mean(0)
+        m_a = inputs["reasoning_mask"] * dl.loss_mask  # capability: the backbone's own masking
+        m_c = inputs["confidence_mask"] * inputs["completion_mask"]  # calibration: every sample
+        n = inputs.get("num_loss_tokens")
+        out = caopd_loss(dl.student_logits, dl.teacher_logits, dl.completion_ids, m_a, m_c,
+                         alpha=args.distillation_alpha, mode=args.distillation_mode, topk=args.distillation_topk or 1,
+                         add_tail=args.distillation_add_tail, old_logps=inputs.get("old_per_token_logps"),
+                         is_clip=args.distillation_is_clip, unsampled_mask=1 - inputs["sampled_mask"],
+                         reduction=args.distillation_reduction, num_tokens=None if n is None else n[0])
+        merged = (m_a + m_c).to(out.per_token.dtype)
+        token_mean = out.per_token.sum() / merged.sum().clamp(min=1.0)  # what TRL logs as distillation_loss
+        stats = self.accelerator.gather(
+            torch.stack([token_mean, out.capability_loss, out.calibration_loss]).detach()[None]).mean(0)
         self._log_self_distillation_metric(mode, stats[0].item())
         self._metrics[mode]["caopd/capability_loss"].append(stats[1].item())
         self._metrics[mode]["caopd/calibration_loss"].append(stats[2].item())
-        return loss
+        return out.loss
 
 # %% ../nbs/07_trainer.ipynb #c022
 EMA_TEACHER_FILE = "caopd_ema_teacher.safetensors"
@@ -474,6 +515,7 @@ class CaOPDSDFTTrainer(CaOPDMixin, EMATeacherCheckpoints, SDFTTrainer):
             "on_self_distillation_batch_prepared", old_per_token_logps=batch.get("old_per_token_logps"),
             prompt_ids=batch["prompt_ids"], completion_ids=batch["completion_ids"],
             teacher_input_ids=batch["teacher_input_ids"], teacher_attention_mask=batch["teacher_attention_mask"])
+        self._count_loss_tokens(batch)
         return batch
 
 # %% ../nbs/07_trainer.ipynb #c029
@@ -566,3 +608,9 @@ class CaOPDSDPOTrainer(CaOPDMixin, EMATeacherCheckpoints, SDPOTrainer):
                          reward_processing_classes, callbacks, optimizers, peft_config)
         self._check_caopd_args()
         self.teacher_context_builder = CaOPDTeacherContextBuilder(self)
+
+    def _prepare_training_batch(self, inputs):
+        "SDPO's step (rollouts, rewards, CaOPD's teacher contexts), plus the step's loss-token count."
+        batch = super()._prepare_training_batch(inputs)
+        self._count_loss_tokens(batch)
+        return batch
