@@ -44,12 +44,12 @@ def runs(tmp_path_factory):
     return tmp/'one', tmp/'two'
 
 
-def expected_mu_hat(row_id, method):
-    """The verifier's mu_hat is the share of right rollouts. TA-SC's reference is the group's first scripted row (on rank
-    0 when the group is split): the gold answer when any rollout is right (the same mu_hat), else the one wrong letter
-    every rollout gives (agreement 1)."""
+def expected_mu_hat(row_id, k, method):
+    """Row k's target, the leave-one-out share of right rollouts among the other K - 1 of its prompt (the trainers'
+    default). TA-SC's reference is the group's first scripted row (on rank 0 when the group is split): the gold answer
+    when any rollout is right (the same targets), else the one wrong letter every rollout gives (agreement 1)."""
     n = n_right(row_id)
-    return 1.0 if method == 'tasc' and n == 0 else n / K
+    return 1.0 if method == 'tasc' and n == 0 else (n - (k < n)) / (K - 1)
 
 
 @pytest.mark.parametrize('method', ['sdpo', 'sdft', 'tasc'])
@@ -62,7 +62,7 @@ def test_same_mu_hat_on_one_and_two_processes(runs, method):
     for s in steps:  # each prompt's group is split across the two processes
         assert {two[(s, i)]['rank'] for i in range(K)} == {0, 1}
     for key, r in one.items():
-        assert r['mu_hat'] == expected_mu_hat(r['id'], method), (key, r)
+        assert r['mu_hat'] == pytest.approx(expected_mu_hat(r['id'], key[1] % K, method)), (key, r)
         for field in ('id', 'mu_hat', 'completion', 'teacher_prompt'):
             assert two[key][field] == r[field], (method, key, field, two[key][field], r[field])
     # a sibling that lives on the other process is found: prompt with one right rollout (k=0, on rank 0)
