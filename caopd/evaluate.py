@@ -11,7 +11,8 @@ from fastcore.script import call_parse
 from .confidence import parse_confidence
 from .data import load_domain
 from .verifiers import verify
-from .metrics import calibration_report, reliability_diagram, confidence_histogram, save_figure
+from .metrics import (METRICS, METRIC_NAMES, calibration_report, reliability_diagram, confidence_histogram,
+                           save_figure)
 
 # %% auto #0
 __all__ = ['OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'BACKENDS', 'DOMAINS', 'generate', 'generate_vllm', 'openai_client',
@@ -236,17 +237,34 @@ def read_jsonl(path) -> list[dict]:
     return out
 
 # %% ../nbs/09_evaluate.ipynb #c032
-_METRIC_ROWS = [('accuracy', 'Accuracy'), ('ece', 'ECE'), ('brier', 'Brier score'), ('ocg', 'OCG'),
-                ('spr', 'SPR'), ('auroc', 'AUROC'), ('mean_confidence', 'Mean confidence'),
-                ('format_adherence', 'Format adherence'), ('n', 'Samples')]
+def _fmt(v) -> str:
+    "A number for a table: an int as it is, a float to three decimals, n/a when missing or NaN."
+    if v is None: return 'n/a'
+    if isinstance(v, int) and not isinstance(v, bool): return str(v)
+    v = float(v)
+    return 'n/a' if math.isnan(v) else f'{v:.3f}'
 
-def report_markdown(report:dict,  # a `calibration_report`
+def _cell(report:dict, k:str) -> str:
+    "`report[k]`, with its interval `[lo, hi]` when the report has a finite one."
+    lo, hi = report.get(f'{k}_lo'), report.get(f'{k}_hi')
+    s = _fmt(report.get(k))
+    if s != 'n/a' and all(isinstance(x, (int, float)) and not math.isnan(x) for x in (lo, hi)): s += f' [{lo:.3f}, {hi:.3f}]'
+    return s
+
+def report_markdown(report:dict,  # a `calibration_report` (older reports with fewer keys work too)
                     title:str='',  # a heading line
+                    level:float=0.95,  # the level the report's intervals were computed at, for the caption
                    ) -> str:
-    "A Markdown table of a calibration report."
-    def fmt(v): return str(v) if isinstance(v, int) else ('n/a' if v is None or math.isnan(v) else f'{v:.3f}')
-    lines = ([f'### {title}', ''] if title else []) + ['| metric | value |', '|---|---|']
-    return '\n'.join(lines + [f'| {name} | {fmt(report[k])} |' for k, name in _METRIC_ROWS]) + '\n'
+    "A Markdown table of a calibration report: each metric over all samples and over those that stated a confidence."
+    lines = ([f'### {title}', ''] if title else []) + ['| metric | all samples | stated a confidence |', '|---|---|---|']
+    for k in (*METRICS, 'n'):
+        stated = '' if k == 'format_adherence' else _cell(report, 'n_stated' if k == 'n' else f'{k}_stated')
+        lines.append(f'| {METRIC_NAMES[k]} | {_cell(report, k)} | {stated} |')
+    notes = []
+    if 'n_stated' in report: notes.append('All samples: a missing confidence counts as the worst case (1 if wrong, 0 if right).')
+    if any(isinstance(v, (int, float)) and not math.isnan(v) for k, v in report.items() if k.endswith(('_lo', '_hi'))):
+        notes.append(f'[lo, hi]: {level:.0%} bootstrap interval over prompts.')
+    return '\n'.join(lines + ([''] + notes if notes else [])) + '\n'
 
 # %% ../nbs/09_evaluate.ipynb #c035
 def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 'openai:<name>', or a loaded (model, tokenizer) pair
@@ -293,7 +311,8 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
                          chat_template_kwargs=chat_template_kwargs(tok.name_or_path if is_pair else model, tok),
                          seed=seed, progress=progress)
     records = score_completions(rows, comps, domain)
-    report = calibration_report([r['confidence'] for r in records], [r['correct'] for r in records])
+    report = calibration_report([r['confidence'] for r in records], [r['correct'] for r in records],
+                                groups=[r['id'] for r in records])  # intervals resample prompts
     settings = dict(model=model_name if is_pair else str(model), model_name=model_name, backend=backend,
                     domain=domain, split=split, limit=limit, prompts=len(rows), n_samples=n_samples,
                     temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed,

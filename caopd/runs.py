@@ -10,12 +10,13 @@ from pathlib import Path
 from fastcore.script import call_parse
 
 from .evaluate import read_jsonl
+from .metrics import REPORT_KEYS
 
 # %% auto #0
 __all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'is_run', 'load_run', 'runs_table', 'papermill_command', 'read_grid', 'run_grid', 'main']
 
 # %% ../nbs/11_runs.ipynb #c005
-RUN_METRICS = ('accuracy', 'ece', 'brier', 'ocg', 'spr', 'auroc', 'mean_confidence', 'format_adherence', 'n')
+RUN_METRICS = REPORT_KEYS  # every key of a calibration report (caopd.metrics): metrics, stated subset, intervals
 RUN_COLUMNS = ('model', 'domain', 'method', 'protocol', 'train_domains', 'eval_domain', 'K', 'scale', 'max_steps')
 
 def _read_json(path:Path, what:str) -> dict:
