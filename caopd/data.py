@@ -438,6 +438,8 @@ def load_domain(domain:str, # 'chemistry' (SciKnowEval Chemistry L3) or 'tooluse
 
 # %% ../nbs/01_data.ipynb #c056
 def fixtures_dir() -> Path|None:
-    "The repository's `data/fixtures` folder (None outside a source checkout)."
+    "The checkout's `data/fixtures` folder, else the copy a wheel installs in the package (None if neither)."
     root = repo_root()
-    return root/'data'/'fixtures' if root is not None and (root/'data'/'fixtures').is_dir() else None
+    if root is not None and (root/'data'/'fixtures').is_dir(): return root/'data'/'fixtures'
+    installed = Path(caopd.__file__).resolve().parent/'_data'/'fixtures'
+    return installed if installed.is_dir() else None
