@@ -9,7 +9,8 @@ __all__ = ['ENTITY_COLUMNS', 'METRIC_TITLES', 'METHOD_NAMES', 'METHOD_COLORS', '
            'format_adherence_curves', 'generalization_bars', 'method_bars', 'model_size', 'scaling_bubbles',
            'k_ablation', 'confidence_distributions', 'text_excerpt', 'pipeline_figure', 'reliability_grid',
            'markdown_table', 'save_table', 'run_name', 'tidy_runs', 'main_runs', 'format_warning', 'degenerate_note',
-           'missing_runs', 'compare_table', 'missing_run_commands', 'missing_report', 'our_runs', 'run_logs']
+           'missing_runs', 'interval_columns', 'compare_table', 'missing_run_commands', 'missing_report', 'our_runs',
+           'run_logs']
 
 # %% ../nbs/10_figures.ipynb #c002
 import fnmatch, html, math, re, textwrap
@@ -22,12 +23,14 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 import caopd
-from .metrics import confidence_histogram, reliability_diagram, save_figure
+from .metrics import INTERVAL_METRICS, REPORT_KEYS, confidence_histogram, reliability_diagram, save_figure
 
 # %% ../nbs/10_figures.ipynb #c006
 def paper_dir() -> Path:
-    "Folder of the paper's tables as CSV: `data/paper` of the project that holds the `caopd` package."
-    return Path(caopd.__file__).resolve().parent.parent/'data'/'paper'
+    "Folder of the paper's tables as CSV: the checkout's `data/paper`, else the copy a wheel installs in the package."
+    pkg = Path(caopd.__file__).resolve().parent
+    checkout = pkg.parent/'data'/'paper'
+    return checkout if checkout.is_dir() else pkg/'_data'/'paper'
 
 
 def paper_table(name:str, # table file name without `.csv`, e.g. 'table2_main_results_sdft' (see `paper_dir()`)
@@ -731,7 +734,7 @@ def save_table(df:pd.DataFrame, # the table
     return [csv, md]
 
 # %% ../nbs/10_figures.ipynb #c056
-_RUN_METRICS = ('accuracy', 'ece', 'brier', 'ocg', 'spr', 'auroc', 'mean_confidence', 'format_adherence', 'n')
+_RUN_METRICS = REPORT_KEYS  # every key of a calibration report: metrics, the stated subset, their intervals
 
 
 def run_name(run:Mapping, # a row of `caopd.runs.runs_table` (or a run's settings.json)
@@ -787,9 +790,9 @@ def format_warning(ours:pd.DataFrame, # our runs, long format
     fa = ours[(ours['metric'] == 'format_adherence') & (ours['value'] < threshold)]
     if not len(fa): return ''
     names = [f"{n} [{d}, {s or 'base'}]: {v:.0%}" for n, d, s, v in fa[['name', 'domain', 'setting', 'value']].itertuples(index=False)]
-    return (f"Note: {len(fa)} of our evaluations have a format adherence below {threshold:.0%}: a missing confidence "
-            "counts as 0 (caopd.metrics), so a model that never states one and never answers right gets ECE = Brier = "
-            "0, a perfect score by definition, not by calibration:\n  " + '\n  '.join(names))
+    return (f"Note: {len(fa)} of our evaluations have a format adherence below {threshold:.0%}: their all-sample "
+            "calibration numbers mostly score missing confidences (as the worst case, caopd.metrics) and their "
+            "stated-subset numbers rest on few samples; read them with their intervals:\n  " + '\n  '.join(names))
 
 
 def degenerate_note(ours:pd.DataFrame, # our runs, long format
@@ -797,8 +800,8 @@ def degenerate_note(ours:pd.DataFrame, # our runs, long format
                    ) -> str|None:
     "The one-line caveat of a figure that shows runs flagged by `format_warning` (None when there are none)."
     if not format_warning(ours, threshold): return None
-    return (f'Runs of this machine: the model rarely states a confidence (format adherence < {threshold:.0%}); a missing '
-            'confidence counts as 0, so every number computed from their confidences is degenerate.')
+    return (f'Runs of this machine: the model rarely states a confidence (format adherence < {threshold:.0%}); their '
+            'calibration numbers mostly score missing confidences, not stated ones.')
 
 
 def missing_runs(paper:pd.DataFrame, # a paper table (long format)
@@ -813,19 +816,33 @@ def missing_runs(paper:pd.DataFrame, # a paper table (long format)
     return want[[tuple(r) not in have for r in want.itertuples(index=False)]].reset_index(drop=True)
 
 
+def interval_columns(w:pd.DataFrame, # a wide table that may hold `{m}_lo` and `{m}_hi` columns
+                     metrics:Sequence, # the metrics shown, in order
+                    ) -> pd.DataFrame:
+    "Each metric's bootstrap interval as a text column `{m} 95% CI` right after it; the `_lo`/`_hi` columns dropped."
+    w = w.copy()
+    for m in metrics:
+        lo, hi = f'{m}_lo', f'{m}_hi'
+        if lo in w.columns and hi in w.columns and w[[lo, hi]].notna().any().any():
+            text = [f'[{a:.3f}, {b:.3f}]' if pd.notna(a) and pd.notna(b) else '' for a, b in zip(w[lo], w[hi])]
+            w.insert(w.columns.get_loc(m) + 1, f'{m} 95% CI', text)
+    return w.drop(columns=[c for c in w.columns if c.endswith(('_lo', '_hi'))])
+
+
 def compare_table(paper:pd.DataFrame, # a paper table (long format)
                   ours:pd.DataFrame, # our runs (long format), already matched to the paper's settings
                   metrics:Sequence, # metric columns, in order
                   by:Sequence=('domain', 'method', 'setting'), # sort keys: the paper's order of appearance
                  ) -> pd.DataFrame:
-    "The paper's rows and ours side by side (wide), grouped by `by` in the paper's order, paper first."
+    "The paper's rows and ours side by side (wide), paper first; our rows carry each metric's 95% interval."
     both = pd.concat([paper, ours], ignore_index=True) if ours is not None and len(ours) else paper
-    w = wide_table(both, list(metrics))
+    bounds = [f'{m}_{e}' for m in metrics for e in ('lo', 'hi')]
+    w = wide_table(both, list(metrics) + bounds)
     keys = [k for k in by if k in w.columns]
     rank = {k: {v: i for i, v in enumerate(dict.fromkeys(w[k]))} for k in keys}
     w['_src'] = (w['source'] != 'paper').astype(int) if 'source' in w.columns else 0
     w = w.sort_values(keys + ['_src'], key=lambda c: c.map(rank[c.name]) if c.name in rank else c, kind='stable')
-    return w.drop(columns='_src').reset_index(drop=True)
+    return interval_columns(w.drop(columns='_src').reset_index(drop=True), metrics)
 
 # %% ../nbs/10_figures.ipynb #c060
 TRAINABLE = ('sdft', 'sdpo', 'caopd-sdft', 'caopd-sdpo', 'grpo', 'rlcr', 'caopd-sdft-tasc')
