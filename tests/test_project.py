@@ -32,3 +32,18 @@ def test_package_matches_notebooks(tmp_path):
     _nbdev('export', proj)
     stale = _changed(ROOT/'caopd', proj/'caopd', '*.py')
     assert not stale, f'run `.ci/env nbdev_export` and commit: caopd/ differs from the notebooks in {stale}'
+
+
+def test_readme_papermill_commands_create_their_output_folder():
+    "papermill does not create the output notebook's folder: every README papermill command makes it first (mkdir -p)."
+    import re, shlex
+    lines = (ROOT/'README.md').read_text().replace('\\\n', ' ').splitlines()
+    cmds = [l for l in lines if re.search(r'\bpapermill nbs/\S+\.ipynb', l)]
+    assert cmds, 'the README shows no papermill command'
+    for line in cmds:
+        words = shlex.split(line)
+        out = Path(words[words.index('papermill') + 2])
+        made = [Path(w) for i, w in enumerate(words) if i and words[i - 1] == '-p' and words[i - 2] == 'mkdir']
+        # mkdir -p M creates M and its parents: the output folder must be one of them
+        assert out.parent == Path('.') or any(out.parent == m or out.parent in m.parents for m in made), \
+            f'{line}: mkdir -p {out.parent} first'
