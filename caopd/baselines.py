@@ -15,6 +15,7 @@ from trl import GRPOConfig, GRPOTrainer
 from .confidence import parse_confidence
 from .data import load_domain
 from .models import EMBEDDED_MODEL, chat_template_kwargs, embedded_model_path, load_tokenizer, resolve_model_name
+from .models import model_path as models_model_path
 from .verifiers import completion_text, domain_reward, verify
 
 # %% auto #0
@@ -180,8 +181,7 @@ def model_path(model:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging F
     if not isinstance(model, (str, os.PathLike)):
         raise TypeError(f"model must be a name or a folder, got {type(model).__name__}: TRL's SDFT/SDPO rebuild their "
                         f"teacher from the model's path, so save an in-memory model first (e.g. tiny_model(save_to=folder))")
-    name = resolve_model_name(model)
-    return str(embedded_model_path()) if name == EMBEDDED_MODEL else name
+    return models_model_path(model)
 
 def device_defaults() -> dict:
     "Config values for this machine: CPU training in float32 when no GPU is visible, TRL's defaults otherwise."

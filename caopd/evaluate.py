@@ -76,13 +76,12 @@ def generate_vllm(model,  # model name, alias, HF id or local folder, or an alre
     except ImportError as e:
         raise ImportError("backend='vllm' needs the vllm package (GPU nodes): rebuild the environment with "
                           "`CAOPD_EXTRAS=vllm .ci/env ...`, or use backend='transformers'.") from e
-    from caopd.models import EMBEDDED_MODEL, chat_template_kwargs, embedded_model_path, resolve_model_name
+    from caopd.models import chat_template_kwargs, model_path
     if n < 1: raise ValueError(f"n={n}: the number of samples per prompt must be at least 1")
     if isinstance(model, LLM): llm, name = model, None
     else:
-        name, path = model, resolve_model_name(model)
-        if path == EMBEDDED_MODEL: path = str(embedded_model_path())
-        llm = LLM(model=path, seed=seed, **llm_kwargs)
+        name = model
+        llm = LLM(model=model_path(model), seed=seed, **llm_kwargs)
     tok = llm.get_tokenizer()
     kw = chat_template_kwargs(name, tok)
     texts = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True, **kw) for p in prompts]

@@ -6,7 +6,7 @@
 __all__ = ['MODEL_ALIASES', 'EMBEDDED_MODEL', 'EMBEDDED_GGUF', 'build_counts', 'resolve_model_name', 'chat_template_kwargs',
            'apply_chat_template', 'cache_dir', 'cached_build', 'embedded_gguf', 'ensure_pad_token', 'load_gguf',
            'gguf_tokenizer', 'convert_gguf', 'embedded_tokenizer_path', 'embedded_model_path', 'default_device',
-           'default_dtype', 'load_tokenizer', 'load_model', 'tiny_model']
+           'default_dtype', 'model_path', 'load_tokenizer', 'load_model', 'tiny_model']
 
 # %% ../nbs/05_models.ipynb #c002
 import contextlib, copy, importlib.util, json, os, shutil, tempfile, threading, time
@@ -224,7 +224,7 @@ def _as_dtype(dtype):
     return d
 
 
-def _model_path(name) -> str:
+def model_path(name) -> str:
     "Where `from_pretrained` finds model `name`: the converted embedded checkpoint or the resolved id/path."
     model_id = resolve_model_name(name)
     return str(embedded_model_path()) if model_id == EMBEDDED_MODEL else model_id
@@ -256,7 +256,7 @@ def load_model(
     "`(model, tokenizer)` for model `name`, on `device` in `dtype`, with matching pad token ids."
     device = str(device) if device is not None else default_device()
     dtype = _as_dtype(dtype) or default_dtype(device)
-    path = _model_path(name)
+    path = model_path(name)
     tok = load_tokenizer(path)
     kwargs.setdefault("device_map", None if device == "cpu" else device)
     try: model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, **kwargs)
