@@ -9,7 +9,8 @@ from trainer_helpers import tiny_model_dir
 
 TRAIN = ROOT/'nbs'/'train.ipynb'
 TINY = dict(preset='cpu', K=2, prompts_per_step=1, per_device_train_batch_size=2, max_steps=2, n_train=4,
-            max_completion_length=8, eval_limit=2, eval_samples=2, eval_max_new_tokens=8, eval_batch_size=4, png=False)
+            max_completion_length=8, eval_limit=2, eval_samples=2, eval_max_new_tokens=8, eval_batch_size=4, png=False,
+            format_warmup='value', format_warmup_steps=1)
 
 
 @pytest.fixture(scope='module')
@@ -47,11 +48,16 @@ def test_run_folder(grid_runs):
     s = run['settings']
     assert (s['method'], s['protocol'], s['train_domains'], s['eval_domain'], s['K']) == \
         ('caopd-sdft', 'id', ['chemistry'], 'chemistry', 2)
+    # the format warm-up ran first, on training prompts, and the run started from its checkpoint
+    warm = json.loads((out/'warmup'/'warmup.json').read_text())
+    assert warm['steps'] == 1 and warm['mask'] == 'value' and s['warmup']['steps'] == 1
+    assert s['start'] == str(out/'warmup'/'checkpoint') and (out/'warmup'/'checkpoint'/'config.json').is_file()
     for when in ('before', 'after'):
         recs = read_jsonl(out/'eval'/when/'records.jsonl')
         assert len(recs) == 2 * 2 and {r['sample'] for r in recs} == {0, 1}
         assert run[when]['n'] == 4
         assert json.loads((out/'eval'/when/'report.json').read_text())['report'] == run[when]
+        for k in ('ece', 'ece_stated', 'accuracy_lo', 'accuracy_hi', 'n_stated'): assert k in run[when], k
     steps = [h for h in run['log'] if 'loss' in h]
     assert [h['step'] for h in steps] == [1, 2]
     for key in ('caopd/calibration_loss', 'caopd/capability_loss', 'caopd/empirical_confidence', 'step_time'):
@@ -69,7 +75,7 @@ def test_continual_training_and_grid_resume(grid_runs):
     root, _ = grid_runs
     s = load_run(root/'ct-tooluse-sdft')['settings']
     assert (s['protocol'], s['train_domains'], s['eval_domain']) == ('ct', ['chemistry', 'tooluse'], 'tooluse')
-    assert s['start'].endswith('chemistry-caopd-sdft/checkpoint')
+    assert s['start'].endswith('chemistry-caopd-sdft/checkpoint') and 'warmup' not in s  # CT starts warmed: no warm-up
     t = runs_table(root)
     assert sorted(t['method']) == ['caopd-sdft', 'sdft'] and set(t['protocol']) == {'id', 'ct'}
     assert t['accuracy'].between(0, 1).all() and t['n'].eq(4).all()
