@@ -4,20 +4,24 @@
 
 # %% ../nbs/09_evaluate.ipynb #c002
 from __future__ import annotations
-import importlib.util, json, math, os, time
+import hashlib, importlib.util, json, math, os, sys, threading, time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from fastcore.script import call_parse
+from fastcore.script import call_parse, store_true
 from .confidence import parse_confidence
-from .data import load_domain
+from .data import environment_record, load_domain
 from .verifiers import verify
 from .metrics import (METRICS, METRIC_NAMES, calibration_report, reliability_diagram, confidence_histogram,
                            save_figure)
 
 # %% auto #0
-__all__ = ['OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'BACKENDS', 'DOMAINS', 'generate', 'generate_vllm', 'openai_client',
-           'generate_openai', 'resolve_backend', 'score_completions', 'write_jsonl', 'read_jsonl', 'report_markdown',
-           'evaluate', 'write_run', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'main']
+__all__ = ['OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'BACKENDS', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'DOMAINS', 'generate',
+           'generate_vllm', 'openai_client', 'generate_openai', 'ScriptedAPI', 'resolve_backend', 'score_completion',
+           'score_completions', 'write_jsonl', 'append_jsonl', 'read_jsonl', 'report_markdown', 'RunMismatchError',
+           'prompts_sha256', 'kept_records', 'open_run', 'evaluate', 'write_run', 'confidence_probe',
+           'elicit_confidence', 'other_domain', 'protocol', 'main']
 
 # %% ../nbs/09_evaluate.ipynb #c006
 def generate(model,  # a transformers causal LM
@@ -31,15 +35,20 @@ def generate(model,  # a transformers causal LM
              chat_template_kwargs:dict|None=None,  # extra arguments of the chat template (e.g. enable_thinking)
              seed:int=0,  # torch seed, for repeatable sampling
              progress:bool=True,  # show a progress bar
-            ) -> list[list[str]]:
-    "Sample `n` completions for each chat prompt; returns `n` strings per prompt, in prompt order."
+             samples:list|None=None,  # the (prompt index, sample index) pairs to generate (None: all `n` of every prompt)
+             on_batch=None,  # called after each batch with its [(prompt index, sample index, completion)]
+            ) -> list[list[str|None]]:
+    "Sample `n` completions for each chat prompt; returns `n` strings per prompt, in prompt order (None where not asked)."
     import torch
     from tqdm.auto import tqdm
     if n < 1: raise ValueError(f"n={n}: the number of samples per prompt must be at least 1")
     if temperature < 0: raise ValueError(f"temperature={temperature} must be >= 0 (0 means greedy decoding)")
+    jobs = [(i, j) for i in range(len(prompts)) for j in range(n)] if samples is None else [tuple(s) for s in samples]
+    bad = [s for s in jobs if not (0 <= s[0] < len(prompts) and 0 <= s[1] < n)]
+    if bad: raise ValueError(f"samples {bad[:3]} are outside {len(prompts)} prompts x n={n}")
     texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True, **(chat_template_kwargs or {}))
              for p in prompts]
-    jobs = sorted(((i, j) for i in range(len(texts)) for j in range(n)), key=lambda o: -len(texts[o[0]]))
+    jobs = sorted(jobs, key=lambda o: -len(texts[o[0]]))
     out = [[None] * n for _ in texts]
     sampling = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -55,6 +64,7 @@ def generate(model,  # a transformers causal LM
                 ids = model.generate(**enc, max_new_tokens=max_new_tokens, pad_token_id=pad_id, **sampling)
             for (i, j), row in zip(batch, ids[:, enc['input_ids'].shape[1]:]):
                 out[i][j] = tokenizer.decode(row, skip_special_tokens=True)
+            if on_batch is not None: on_batch([(i, j, out[i][j]) for i, j in batch])
             bar.update(len(batch))
         bar.close()
     finally: tokenizer.padding_side = side
@@ -68,26 +78,27 @@ def generate_vllm(model,  # model name, alias, HF id or local folder, or an alre
                   top_p:float=0.95,  # nucleus sampling mass
                   max_new_tokens:int=512,  # generation budget per sample
                   seed:int=0,  # sampling seed (of the engine and of each request)
+                  tensor_parallel_size:int=1,  # GPUs the engine shards the model over
+                  max_model_len:int|None=None,  # the engine's context length, prompt + completion (None: the model's)
+                  chat_template_kwargs:dict|None=None,  # chat-template arguments (None: `caopd.models.chat_template_kwargs` of the model)
                   progress:bool=True,  # show vLLM's progress bar
-                  **llm_kwargs,  # passed to `vllm.LLM` (e.g. tensor_parallel_size, gpu_memory_utilization)
+                  **llm_kwargs,  # more arguments of `vllm.LLM` (e.g. gpu_memory_utilization)
                  ) -> list[list[str]]:
-    "Sample `n` completions for each chat prompt with vLLM; returns `n` strings per prompt, in prompt order."
+    "Sample `n` completions for each chat prompt with vLLM's `LLM.chat`; returns `n` strings per prompt, in prompt order."
     try: from vllm import LLM, SamplingParams
     except ImportError as e:
         raise ImportError("backend='vllm' needs the vllm package (GPU nodes): rebuild the environment with "
                           "`CAOPD_EXTRAS=vllm .ci/env ...`, or use backend='transformers'.") from e
-    from caopd.models import chat_template_kwargs, model_path
+    from caopd.models import chat_template_kwargs as template_kwargs, model_path
     if n < 1: raise ValueError(f"n={n}: the number of samples per prompt must be at least 1")
     if isinstance(model, LLM): llm, name = model, None
     else:
         name = model
-        llm = LLM(model=model_path(model), seed=seed, **llm_kwargs)
-    tok = llm.get_tokenizer()
-    kw = chat_template_kwargs(name, tok)
-    texts = [tok.apply_chat_template(p, tokenize=False, add_generation_prompt=True, **kw) for p in prompts]
-    inputs = [dict(prompt_token_ids=tok(t, add_special_tokens=False)['input_ids']) for t in texts]
+        engine = dict(tensor_parallel_size=tensor_parallel_size, **({} if max_model_len is None else dict(max_model_len=max_model_len)))
+        llm = LLM(model=model_path(model), seed=seed, **engine, **llm_kwargs)
+    kw = template_kwargs(name, llm.get_tokenizer()) if chat_template_kwargs is None else chat_template_kwargs
     params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
-    outs = llm.generate(inputs, params, use_tqdm=progress)
+    outs = llm.chat(list(prompts), params, use_tqdm=progress, chat_template_kwargs=kw)
     return [[o.text for o in sorted(r.outputs, key=lambda o: o.index)] for r in outs]
 
 # %% ../nbs/09_evaluate.ipynb #c014
@@ -127,6 +138,9 @@ def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' acc
                     api_key:str|None=None,  # the key (default: $OPENAI_API_KEY)
                     workers:int=8,  # concurrent requests
                     max_retries:int=5,  # retries of rate limits, timeouts and 5xx errors, with backoff
+                    timeout:float=600,  # seconds a request may take before it is abandoned (and retried)
+                    seed:int|None=None,  # sent as `seed` for servers that sample repeatably with it (None: not sent)
+                    on_result=None,  # called with (prompt index, its `n` samples) as each prompt is finished
                     progress:bool=True,  # show a progress bar
                     **kwargs,  # more arguments of `chat.completions.create` (e.g. max_completion_tokens, reasoning_effort)
                    ) -> list[list[dict]]:
@@ -135,39 +149,100 @@ def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' acc
     from tqdm.auto import tqdm
     if n < 1: raise ValueError(f"n={n}: the number of samples per prompt must be at least 1")
     name = model[len(OPENAI_PREFIX):] if model.startswith(OPENAI_PREFIX) else model
-    client = openai_client(base_url, api_key, max_retries)
+    client = openai_client(base_url, api_key, max_retries, timeout)
     url = str(client.base_url).rstrip('/') + '/chat/completions'
     if 'max_completion_tokens' in kwargs: max_new_tokens = None  # reasoning models take this instead of max_tokens
-    params = {k: v for k, v in dict(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, **kwargs).items()
-              if v is not None}
+    params = dict(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
+    params = {k: v for k, v in {**params, **kwargs}.items() if v is not None}
     def sample(i):
         got = []
         while len(got) < n:
             k = n - len(got)
-            try: resp = client.chat.completions.create(model=name, messages=prompts[i], **params, **(dict(n=k) if k > 1 else {}))
+            more = dict(n=k) if k > 1 else {}
+            if got and 'seed' in params: more['seed'] = params['seed'] + len(got)  # do not draw the same choices again
+            try: resp = client.chat.completions.create(model=name, messages=prompts[i], **{**params, **more})
             except openai.APIStatusError as e:
                 hint = ' (check OPENAI_API_KEY)' if e.status_code in (401, 403) else ''
                 retried = e.status_code in (408, 409, 429) or e.status_code >= 500  # what the client retries
                 raise RuntimeError(f"{url} answered HTTP {e.status_code}{hint} for model {name!r}, prompt {i}"
                                    f"{f', after {max_retries} retries' if retried else ''}: {e.message}") from e
+            except openai.APITimeoutError as e:
+                raise RuntimeError(f"{url} did not answer within timeout={timeout} s for model {name!r}, prompt {i}, "
+                                   f"after {max_retries} retries: raise the timeout (--timeout) or check the server") from e
             except openai.APIConnectionError as e:
                 raise RuntimeError(f"Could not reach {url} for model {name!r} after {max_retries} retries ({e}): "
                                    "check OPENAI_BASE_URL / base_url and that the server is running") from e
             if not resp.choices: raise RuntimeError(f"{url} returned no choices for model {name!r}, prompt {i}")
             got += [_choice_record(c) for c in sorted(resp.choices, key=lambda c: c.index)][:k]
         return got
-    out = [None] * len(prompts)
+    out, error = [None] * len(prompts), None
     bar = tqdm(total=len(prompts), desc='generate', unit='prompt', disable=not progress)
     ex = ThreadPoolExecutor(max_workers=max(1, workers))
     try:
         futures = {ex.submit(sample, i): i for i in range(len(prompts))}
         for f in as_completed(futures):
-            out[futures[f]] = f.result()
+            if f.cancelled(): continue
+            if f.exception() is not None:
+                if error is None:
+                    error = f.exception()
+                    for g in futures: g.cancel()  # start no new request; those in flight finish and are kept
+                continue
+            i = futures[f]; out[i] = f.result()
             bar.update(1)
+            if on_result is not None: on_result(i, out[i])
     finally:
         ex.shutdown(wait=True, cancel_futures=True)
         bar.close()
+    if error is not None: raise error
     return out
+
+# %% ../nbs/09_evaluate.ipynb #c017
+class ScriptedAPI:
+    "A local OpenAI-compatible chat server answering from `script` ({user message: [completion or dict(content, reasoning_content)]})."
+    def __init__(self, script:dict, # user message -> the completions to serve for it, in order
+                 max_choices:int|None=None, # most choices per response (None: all that are asked)
+                 fail:list=(), # HTTP statuses to answer the first requests with
+                 fail_after:int|None=None, # answer this many requests, then fail every request with `fail_status`
+                 fail_status:int=500, # the status of the requests after `fail_after`
+                 delay:float=0, # seconds to wait before answering
+                ):
+        self.script, self.max_choices, self.fail = script, max_choices, list(fail)
+        self.fail_after, self.fail_status, self.delay = fail_after, fail_status, delay
+        self.requests, self.served, self.answered, self.lock = [], Counter(), 0, threading.Lock()
+        api = self
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self): api.answer(self)
+            def log_message(self, *args): pass
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address): pass  # a client that gave up (timeout) is not an error here
+        self.server = Server(('127.0.0.1', 0), Handler)
+        self.url = f'http://127.0.0.1:{self.server.server_port}/v1'
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def send(self, h, status, payload, headers={}):
+        data = json.dumps(payload).encode()
+        h.send_response(status)
+        for k, v in {'Content-Type': 'application/json', 'Content-Length': str(len(data)), **headers}.items(): h.send_header(k, v)
+        h.end_headers(); h.wfile.write(data)
+    def answer(self, h):
+        body = json.loads(h.rfile.read(int(h.headers['Content-Length'])))
+        if self.delay: time.sleep(self.delay)
+        with self.lock:
+            self.requests.append(dict(body, path=h.path, authorization=h.headers.get('Authorization')))
+            status = self.fail.pop(0) if self.fail else None
+            if status is None and self.fail_after is not None and self.answered >= self.fail_after: status = self.fail_status
+            if status is None:
+                user = body['messages'][-1]['content']
+                k = min(body.get('n', 1), self.max_choices or 99)
+                done = self.served[user]; self.served[user] += k
+                comps = self.script[user][done:done + k]
+                self.answered += 1
+        if status is not None:  # `retry-after-ms` keeps the client's backoff short
+            return self.send(h, status, dict(error=dict(message=f'scripted HTTP {status}')), {'retry-after-ms': '5'})
+        msgs = [dict(role='assistant', content=c) if isinstance(c, str) else dict(role='assistant', **c) for c in comps]
+        self.send(h, 200, dict(id='chatcmpl-0', object='chat.completion', created=0, model=body['model'],
+                               choices=[dict(index=j, message=m, finish_reason='stop') for j, m in enumerate(msgs)]))
+    def __enter__(self): return self
+    def __exit__(self, *args): self.server.shutdown(); self.server.server_close()
 
 # %% ../nbs/09_evaluate.ipynb #c023
 BACKENDS = ('auto', 'transformers', 'vllm', 'openai')
@@ -198,6 +273,18 @@ def resolve_backend(model,  # model name, 'openai:<name>', or a loaded (model, t
     return 'vllm' if _vllm_usable() else 'transformers'
 
 # %% ../nbs/09_evaluate.ipynb #c026
+def score_completion(row:dict,  # a dataset row with `id`, `answer` and `prompt`
+                     sample:int,  # the sample's index among the row's samples
+                     completion,  # a string, or a dict with a `completion` and fields to keep
+                     domain:str,  # 'chemistry' or 'tooluse', selects the verifier
+                    ) -> dict:
+    "Parse and verify one completion: its record."
+    extra = {k: v for k, v in completion.items() if k != 'completion'} if isinstance(completion, dict) else {}
+    text = completion['completion'] if isinstance(completion, dict) else completion
+    conf = parse_confidence(text)
+    return dict(id=row['id'], sample=sample, prompt=row.get('prompt'), completion=text, answer=row['answer'],
+                correct=bool(verify(domain, text, row['answer'])), confidence=conf, parsed=conf is not None, **extra)
+
 def score_completions(rows,  # dataset rows with `id`, `answer` and `prompt` (a `datasets.Dataset` or list of dicts)
                       completions:list[list],  # `n` completions per row: strings, or dicts with a `completion` and fields to keep
                       domain:str,  # 'chemistry' or 'tooluse', selects the verifier
@@ -206,29 +293,30 @@ def score_completions(rows,  # dataset rows with `id`, `answer` and `prompt` (a 
     rows = list(rows)
     if len(rows) != len(completions):
         raise ValueError(f"{len(rows)} rows but {len(completions)} lists of completions: they must match one to one")
-    records = []
-    for row, samples in zip(rows, completions):
-        for j, c in enumerate(samples):
-            extra = {k: v for k, v in c.items() if k != 'completion'} if isinstance(c, dict) else {}
-            text = c['completion'] if isinstance(c, dict) else c
-            conf = parse_confidence(text)
-            records.append(dict(id=row['id'], sample=j, prompt=row.get('prompt'), completion=text, answer=row['answer'],
-                                correct=bool(verify(domain, text, row['answer'])), confidence=conf,
-                                parsed=conf is not None, **extra))
-    return records
+    return [score_completion(row, j, c, domain) for row, samples in zip(rows, completions) for j, c in enumerate(samples)]
 
 # %% ../nbs/09_evaluate.ipynb #c031
 def write_jsonl(records:list[dict], path):
-    "Write `records` as JSON lines to `path`."
+    "Write `records` as JSON lines to `path`, through a temporary file (an interruption leaves the old file whole)."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, 'w') as f:
+    tmp = path.with_name(path.name + '.tmp')
+    with open(tmp, 'w', encoding='utf-8') as f:
         for r in records: f.write(json.dumps(r, ensure_ascii=False) + '\n')
+    tmp.replace(path)
+    return path
+
+def append_jsonl(records:list[dict], path):
+    "Append `records` as JSON lines to `path`, flushed to disk before returning."
+    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, 'a', encoding='utf-8') as f:
+        f.write(''.join(json.dumps(r, ensure_ascii=False) + '\n' for r in records))
+        f.flush(); os.fsync(f.fileno())
     return path
 
 def read_jsonl(path) -> list[dict]:
     "Read a JSON lines file written by `write_jsonl`, naming the line of any malformed record."
     out = []
-    with open(path) as f:
+    with open(path, encoding='utf-8') as f:
         for i, line in enumerate(f, 1):
             if not line.strip(): continue
             try: out.append(json.loads(line))
@@ -265,6 +353,62 @@ def report_markdown(report:dict,  # a `calibration_report` (older reports with f
         notes.append(f'[lo, hi]: {level:.0%} bootstrap interval over prompts.')
     return '\n'.join(lines + ([''] + notes if notes else [])) + '\n'
 
+# %% ../nbs/09_evaluate.ipynb #c034a
+EVAL_SETTINGS_FILE = 'eval_settings.json'  # in a run folder: the settings its records were made with
+RESUME_KEYS = ('model', 'backend', 'domain', 'split', 'limit', 'prompts', 'prompts_sha256', 'n_samples', 'temperature',
+               'top_p', 'max_new_tokens', 'seed', 'api_kwargs')  # settings a resumed evaluation must share
+
+class RunMismatchError(ValueError):
+    "A run folder holds records made with other settings than the evaluation asked to resume there."
+
+def prompts_sha256(rows,  # the evaluated rows, with `id`, `prompt` and `answer`
+                  ) -> str:
+    "A digest of the evaluated prompts (ids, chat messages and gold answers, in order)."
+    h = hashlib.sha256()
+    for r in rows: h.update(json.dumps([r['id'], r['prompt'], r['answer']], ensure_ascii=False, sort_keys=True).encode() + b'\n')
+    return h.hexdigest()
+
+def kept_records(path,  # a run folder's records.jsonl
+                ) -> list[dict]:
+    "The records an interrupted evaluation left in `path` ([] when none); a last line cut off mid-write is dropped from the file."
+    path = Path(path)
+    if not path.exists(): return []
+    text = path.read_text(encoding='utf-8')
+    if text and not text.endswith('\n'):
+        head, _, tail = text.rpartition('\n')
+        try: json.loads(tail); text += '\n'
+        except json.JSONDecodeError: text = head + '\n' if head else ''
+        path.write_text(text, encoding='utf-8')
+    return read_jsonl(path)
+
+def open_run(out,  # the run folder
+             identity:dict,  # the settings of `RESUME_KEYS` of the evaluation about to run
+             overwrite:bool=False,  # start the folder over: delete its records and settings first
+            ) -> list[dict]:
+    "Prepare `out` for an evaluation with settings `identity`; returns the records it already holds for them."
+    out = Path(out); path, spath = out/'records.jsonl', out/EVAL_SETTINGS_FILE
+    identity = json.loads(json.dumps(identity))  # compared as it reads back from the file
+    fix = (f"Use a new `out` for these settings, or start this folder over: delete {out} (or pass overwrite=True, "
+           f"--overwrite on the command line).")
+    if overwrite:
+        for f in (path, spath): f.unlink(missing_ok=True)
+    if spath.exists():
+        before = json.loads(spath.read_text())
+        diff = [k for k in dict.fromkeys([*before, *identity]) if before.get(k) != identity.get(k)]
+        if diff:
+            lines = '\n'.join(f"  {k}: {before.get(k)!r} in the folder, {identity.get(k)!r} now" +
+                              (' (other prompts: another data folder, data version or limit)' if k == 'prompts_sha256' else '')
+                              for k in diff)
+            raise RunMismatchError(f"{out} holds samples of an evaluation with other settings:\n{lines}\n"
+                                   f"Resuming there would mix two evaluations. {fix}")
+    elif path.exists():
+        raise RunMismatchError(f"{path} exists but {spath.name} does not: the settings its records were made with are "
+                               f"unknown, so they cannot be resumed. {fix}")
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        spath.write_text(json.dumps(identity, indent=2) + '\n')
+    return kept_records(path)
+
 # %% ../nbs/09_evaluate.ipynb #c035
 def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 'openai:<name>', or a loaded (model, tokenizer) pair
              domain:str='chemistry',  # 'chemistry' or 'tooluse'
@@ -275,18 +419,23 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
              top_p:float=0.95,  # nucleus mass (Table 8 validation: 0.95)
              max_new_tokens:int=512,  # generation budget per sample
              batch_size:int=32,  # sequences per generation batch (transformers)
-             out:str=None,  # run folder to write records, report and figures into (None: write nothing)
+             out:str=None,  # run folder to write records, report and figures into (None: write nothing); a rerun resumes it
              data_dir:str=None,  # data folder (default: CAOPD_DATA_DIR or ../shared/data)
-             seed:int=0,  # sampling seed
+             seed:int=0,  # sampling seed (torch; vLLM's engine and requests; sent to the API as `seed`)
              progress:bool=True,  # show a progress bar
              backend:str='auto',  # 'auto', 'transformers', 'vllm' or 'openai' (see `resolve_backend`)
              base_url:str=None,  # openai backend: the endpoint (default: $OPENAI_BASE_URL, else OpenAI's)
              api_key:str=None,  # openai backend: the key (default: $OPENAI_API_KEY); never written to `out`
              name:str=None,  # the model's name in settings and titles; required for a (model, tokenizer) pair
              workers:int=8,  # openai backend: concurrent requests
-             api_kwargs:dict=None,  # openai backend: more arguments of `chat.completions.create` (see `generate_openai`)
+             api_kwargs:dict=None,  # openai backend: more arguments of `chat.completions.create` ({"seed": None}: send no seed)
+             timeout:float=600,  # openai backend: seconds a request may take before it is abandoned (and retried)
+             max_retries:int=5,  # openai backend: retries of timeouts, rate limits and 5xx errors
+             tensor_parallel_size:int=1,  # vllm backend: GPUs the engine shards the model over
+             max_model_len:int=None,  # vllm backend: the engine's context length (None: the model's)
+             overwrite:bool=False,  # start `out` over (delete its earlier records) instead of resuming it
             ) -> tuple[list[dict], dict]:
-    "Evaluate `model` on a split: generate, parse, verify, report; returns (records, report)."
+    "Evaluate `model` on a split: generate, parse, verify, report; returns (records, report). Samples already in `out` are kept."
     backend = resolve_backend(model, backend)
     is_pair = isinstance(model, (tuple, list))
     if is_pair and not name:
@@ -294,30 +443,63 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     model_name = name or str(model)
     rows = load_domain(domain, split, data_dir=data_dir)
     if limit is not None: rows = rows.select(range(min(limit, len(rows))))
-    prompts, t0 = rows['prompt'], time.time()
-    if backend == 'openai':
-        comps = generate_openai(str(model), prompts, n=n_samples, temperature=temperature, top_p=top_p,
-                                max_new_tokens=max_new_tokens, base_url=base_url, api_key=api_key, workers=workers,
-                                progress=progress, **(api_kwargs or {}))
-    elif backend == 'vllm':
-        comps = generate_vllm(str(model), prompts, n=n_samples, temperature=temperature, top_p=top_p,
-                              max_new_tokens=max_new_tokens, seed=seed, progress=progress)
-    else:
-        from caopd.models import load_model, chat_template_kwargs
-        lm, tok = model if is_pair else load_model(model)
-        comps = generate(lm, tok, prompts, n=n_samples, temperature=temperature, top_p=top_p,
-                         max_new_tokens=max_new_tokens, batch_size=batch_size,
-                         chat_template_kwargs=chat_template_kwargs(tok.name_or_path if is_pair else model, tok),
-                         seed=seed, progress=progress)
-    records = score_completions(rows, comps, domain)
+    rows_list, prompts = list(rows), rows['prompt']
+    settings = dict(model=model_name if is_pair else str(model), model_name=model_name, backend=backend,
+                    domain=domain, split=split, limit=limit, prompts=len(rows), prompts_sha256=prompts_sha256(rows_list),
+                    n_samples=n_samples, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
+    if backend == 'openai': settings.update(api_kwargs=api_kwargs or None)
+    kept = open_run(out, {k: settings[k] for k in RESUME_KEYS if k in settings}, overwrite) if out is not None else []
+    pos = {r['id']: k for k, r in enumerate(rows_list)}
+    done = {(r['id'], r['sample']) for r in kept}
+    missing = {k: [j for j in range(n_samples) if (r['id'], j) not in done] for k, r in enumerate(rows_list)}
+    todo = [k for k, js in missing.items() if js]
+    if kept and progress: print(f"resuming {out}: {len(done)} of {len(rows) * n_samples} samples already there", file=sys.stderr)
+    new = []
+    def keep(recs):  # every finished sample goes to disk at once
+        new.extend(recs)
+        if out is not None and recs: append_jsonl(recs, Path(out)/'records.jsonl')
+    def keep_prompt(k, samples): keep([score_completion(rows_list[k], j, samples[j], domain) for j in missing[k]])
+    t0 = time.time()
+    try:
+        if not todo: pass
+        elif backend == 'openai':
+            api = dict(seed=seed, **(api_kwargs or {}))  # api_kwargs may set seed=None: no seed sent
+            generate_openai(str(model), [prompts[k] for k in todo], n=n_samples, temperature=temperature, top_p=top_p,
+                            max_new_tokens=max_new_tokens, base_url=base_url, api_key=api_key, workers=workers,
+                            max_retries=max_retries, timeout=timeout, progress=progress,
+                            on_result=lambda t, samples: keep_prompt(todo[t], samples), **api)
+        elif backend == 'vllm':
+            comps = generate_vllm(str(model), [prompts[k] for k in todo], n=n_samples, temperature=temperature, top_p=top_p,
+                                  max_new_tokens=max_new_tokens, seed=seed, tensor_parallel_size=tensor_parallel_size,
+                                  max_model_len=max_model_len, progress=progress)
+            for k, samples in zip(todo, comps): keep_prompt(k, samples)
+        else:
+            from caopd.models import load_model, chat_template_kwargs
+            lm, tok = model if is_pair else load_model(model)
+            generate(lm, tok, prompts, n=n_samples, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
+                     batch_size=batch_size, chat_template_kwargs=chat_template_kwargs(tok.name_or_path if is_pair else model, tok),
+                     seed=seed, progress=progress, samples=[(k, j) for k in todo for j in missing[k]],
+                     on_batch=lambda got: keep([score_completion(rows_list[i], j, c, domain) for i, j, c in got]))
+    except BaseException as e:
+        if out is not None and hasattr(e, 'add_note'):
+            e.add_note(f"caopd.evaluate: {len(done) + len(new)} of {len(rows) * n_samples} samples are kept in "
+                       f"{Path(out)/'records.jsonl'}; run the same evaluation again (same out, same settings) to "
+                       f"generate only the rest.")
+        raise
+    unique = {}
+    for r in (kept_records(Path(out)/'records.jsonl') if out is not None else new):
+        if r['id'] in pos and 0 <= r['sample'] < n_samples: unique.setdefault((r['id'], r['sample']), r)
+    records = sorted(unique.values(), key=lambda r: (pos[r['id']], r['sample']))  # prompt order, as an uninterrupted run
+    if len(records) != len(rows) * n_samples:
+        raise RuntimeError(f"{len(records)} records for {len(rows)} prompts x {n_samples} samples: some samples are missing")
     report = calibration_report([r['confidence'] for r in records], [r['correct'] for r in records],
                                 groups=[r['id'] for r in records])  # intervals resample prompts
-    settings = dict(model=model_name if is_pair else str(model), model_name=model_name, backend=backend,
-                    domain=domain, split=split, limit=limit, prompts=len(rows), n_samples=n_samples,
-                    temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed,
-                    seconds=round(time.time() - t0, 1))
+    settings.update(seconds=round(time.time() - t0, 1), resumed_samples=len(done))
     if backend == 'openai':
-        settings.update(base_url=base_url or os.environ.get('OPENAI_BASE_URL') or DEFAULT_OPENAI_URL, api_kwargs=api_kwargs)
+        settings.update(base_url=base_url or os.environ.get('OPENAI_BASE_URL') or DEFAULT_OPENAI_URL, workers=workers,
+                        timeout=timeout, max_retries=max_retries)
+    if backend == 'vllm': settings.update(tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len)
+    settings['environment'] = environment_record()
     if out is not None: write_run(out, records, report, settings)
     return records, report
 
@@ -406,6 +588,15 @@ def protocol(train_domains,  # the domains trained on, in order (a list, one dom
                      "eval_domain)")
 
 # %% ../nbs/09_evaluate.ipynb #c048
+def _json_object(text:str|None, flag:str) -> dict|None:
+    "A command-line JSON object (None stays None), with an error that shows the expected form."
+    if text is None: return None
+    try: value = json.loads(text)
+    except json.JSONDecodeError as e: value = e
+    if not isinstance(value, dict):
+        raise ValueError(f"{flag} must be a JSON object, e.g. '{{\"reasoning_effort\": \"low\"}}'; got {text!r}")
+    return value
+
 @call_parse
 def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoint folder, or 'openai:<name>'
          domain:str='chemistry',  # 'chemistry' or 'tooluse'
@@ -416,15 +607,25 @@ def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoi
          top_p:float=0.95,  # nucleus mass
          max_new_tokens:int=512,  # generation budget per sample
          batch_size:int=32,  # sequences per generation batch
-         out:str=None,  # run folder (records, report, figures)
+         out:str=None,  # run folder (records, report, figures); run again to resume an interrupted evaluation
          data_dir:str=None,  # data folder
-         seed:int=0,  # sampling seed
+         seed:int=0,  # sampling seed (also sent to the API and to vLLM)
          backend:str='auto',  # 'auto', 'transformers', 'vllm' or 'openai'
          base_url:str=None,  # openai backend: the endpoint (default: $OPENAI_BASE_URL)
+         workers:int=8,  # openai backend: concurrent requests
+         timeout:float=600,  # openai backend: seconds a request may take before it is abandoned (and retried)
+         max_retries:int=5,  # openai backend: retries of timeouts, rate limits and 5xx errors
+         api_kwargs:str=None,  # openai backend: more chat.completions.create arguments, a JSON object
+         tensor_parallel_size:int=1,  # vllm backend: GPUs to shard the model over
+         max_model_len:int=None,  # vllm backend: the engine's context length (default: the model's)
+         overwrite:store_true=False,  # start `out` over instead of resuming the evaluation there
         ):
     "Evaluate a model's accuracy and calibration on a task split and print the report."
     records, report = evaluate(model, domain, split, limit, n_samples, temperature, top_p, max_new_tokens,
-                               batch_size, out, data_dir, seed, backend=backend, base_url=base_url)
+                               batch_size, out, data_dir, seed, backend=backend, base_url=base_url, workers=workers,
+                               api_kwargs=_json_object(api_kwargs, '--api_kwargs'), timeout=timeout,
+                               max_retries=max_retries, tensor_parallel_size=tensor_parallel_size,
+                               max_model_len=max_model_len, overwrite=overwrite)
     print(report_markdown(report, f'{model} on {domain}/{split} (n={report["n"]})'))
     if out: print(f'wrote {out}/records.jsonl, report.json, report.md, reliability.html, confidence.html')
     return report

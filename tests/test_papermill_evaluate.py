@@ -25,3 +25,5 @@ def test_evaluate_notebook(tmp_path):
     executed = (tmp_path/'ev.ipynb').read_text()
     assert str(out/'records.jsonl') in executed  # the notebook says where the records are
     assert src.read_bytes() == before  # papermill wrote its output elsewhere and left the source alone
+    assert json.loads((out/'eval_settings.json').read_text())['n_samples'] == n_samples  # what a resume is checked against
+    assert settings['environment']['caopd'] and settings['resumed_samples'] == 0
