@@ -4,20 +4,22 @@
 
 # %% ../nbs/01_data.ipynb #c002
 from __future__ import annotations
-import json, math, os, random, re, warnings
+import hashlib, json, math, os, platform, random, re, subprocess, warnings
 from pathlib import Path
 import caopd
 
 # %% auto #0
 __all__ = ['CONFIDENCE_INSTRUCTION', 'TOOLUSE_CONFIDENCE_INSTRUCTION', 'CHEMISTRY_TEMPLATE', 'TOOLUSE_TEMPLATE',
            'DEMONSTRATION_CONFIDENCE', 'SDFT_TEACHER_TEMPLATE', 'SDPO_SOLUTION_TEMPLATE', 'SDPO_REPROMPT_TEMPLATE',
-           'DATA_ENV', 'OFFLINE_ENVS', 'SCIKNOWEVAL_HUB_ID', 'TOOLALPACA_URL', 'CHEMISTRY_FILE', 'TOOLALPACA_FILES',
-           'CHEMISTRY_TASK_ORDER', 'SPLIT_FRACTIONS', 'chemistry_options', 'chemistry_prompt', 'tooluse_prompt',
+           'DATA_ENV', 'OFFLINE_ENVS', 'SCIKNOWEVAL_COMMIT', 'SCIKNOWEVAL_URL', 'SCIKNOWEVAL_FILES',
+           'TOOLALPACA_COMMIT', 'TOOLALPACA_URL', 'CHEMISTRY_FILE', 'TOOLALPACA_FILES', 'CHEMISTRY_TASK_ORDER',
+           'DATA_SHA256', 'SPLIT_FRACTIONS', 'KEY_PACKAGES', 'chemistry_options', 'chemistry_prompt', 'tooluse_prompt',
            'chemistry_demonstration', 'tooluse_demonstration', 'sdft_teacher_prompt', 'sdpo_teacher_prompt',
            'DataNotFoundError', 'DataFormatError', 'repo_root', 'cache_dir', 'offline', 'data_candidates', 'data_dir',
-           'resolve_data_file', 'mask_credentials', 'download_data', 'check_chemistry_record', 'read_chemistry',
-           'check_toolalpaca_api', 'read_toolalpaca', 'read_toolalpaca_train', 'stratified_splits', 'chemistry_row',
-           'load_chemistry', 'toolalpaca_rows', 'load_toolalpaca', 'load_domain', 'fixtures_dir']
+           'resolve_data_file', 'DataChecksumError', 'sha256_file', 'mask_credentials', 'fetch_url', 'download_data',
+           'check_chemistry_record', 'read_chemistry', 'check_toolalpaca_api', 'read_toolalpaca',
+           'read_toolalpaca_train', 'stratified_splits', 'chemistry_row', 'load_chemistry', 'toolalpaca_rows',
+           'load_toolalpaca', 'load_domain', 'fixtures_dir', 'git_commit', 'environment_record']
 
 # %% ../nbs/01_data.ipynb #c006
 CONFIDENCE_INSTRUCTION = ("Confidence: your confidence level (0.0-1.0) regarding your answer, "
@@ -123,8 +125,12 @@ def sdpo_teacher_prompt(prompt:str, # the student's user prompt text
 # %% ../nbs/01_data.ipynb #c029
 DATA_ENV = 'CAOPD_DATA_DIR'
 OFFLINE_ENVS = ('CAOPD_OFFLINE', 'HF_HUB_OFFLINE', 'HF_DATASETS_OFFLINE')
-SCIKNOWEVAL_HUB_ID = 'hicai-zju/SciKnowEval'
-TOOLALPACA_URL = 'https://raw.githubusercontent.com/tangqiaoyu/ToolAlpaca/main/data/{name}'
+SCIKNOWEVAL_COMMIT = '53addee640092d667439e9a8901bf55f2d92c9ed'  # HICAI-ZJU/SciKnowEval (V2, Jul 2025), as SOURCE.md records
+SCIKNOWEVAL_URL = 'https://raw.githubusercontent.com/HICAI-ZJU/SciKnowEval/{commit}/raw_data/Chemistry/L3/{name}'
+SCIKNOWEVAL_FILES = ('molar_weight_calculation.jsonl', 'molecular_property_calculation.jsonl',  # in the shared file's order
+                     'molecule_structure_prediction.jsonl', 'reaction_prediction.jsonl', 'retrosynthesis.jsonl')
+TOOLALPACA_COMMIT = '189069998d64a7baf1b4a1c3c4b2e75eb9d05532'  # tangqiaoyu/ToolAlpaca, as SOURCE.md records
+TOOLALPACA_URL = 'https://raw.githubusercontent.com/tangqiaoyu/ToolAlpaca/{commit}/data/{name}'
 CHEMISTRY_FILE = 'sciknoweval/chemistry_l3.jsonl'
 TOOLALPACA_FILES = {'simulated': 'toolalpaca/eval_simulated.json', 'real': 'toolalpaca/eval_real.json',
                     'train': 'toolalpaca/train_data.json'}
@@ -177,8 +183,10 @@ def _not_found(relpath, reason):
     env = os.environ.get(DATA_ENV)
     looked = [f"  - ${DATA_ENV}: {'not set' if not env else env}"]
     looked += [f"  - {p/relpath} ({how}): missing" for how, p in data_candidates() if how != f'${DATA_ENV}']
-    src = (f"the hub dataset {SCIKNOWEVAL_HUB_ID}" if relpath == CHEMISTRY_FILE
-           else ' and '.join(TOOLALPACA_URL.format(name=Path(TOOLALPACA_FILES[k]).name) for k in ('simulated', 'real')))
+    src = (f"SciKnowEval's Chemistry L3 files (github.com/HICAI-ZJU/SciKnowEval at commit {SCIKNOWEVAL_COMMIT})"
+           if relpath == CHEMISTRY_FILE else
+           ' and '.join(TOOLALPACA_URL.format(commit=TOOLALPACA_COMMIT, name=Path(TOOLALPACA_FILES[k]).name)
+                        for k in ('simulated', 'real')))
     return DataNotFoundError(
         f"caopd could not find {relpath}.\nLooked in:\n" + '\n'.join(looked) +
         f"\n{reason.replace('{src}', src)}.\nFix: set {DATA_ENV} to a folder laid out like data/fixtures "
@@ -210,6 +218,22 @@ def resolve_data_file(relpath:str, # a file inside the data folder, e.g. CHEMIST
 # %% ../nbs/01_data.ipynb #c034
 CHEMISTRY_TASK_ORDER = ('molar_weight_calculation', 'molecular_property_prediction', 'molecule_structure_prediction',
                         'reaction_prediction', 'retrosynthesis')
+DATA_SHA256 = {  # sha256 of the shared copies in ../shared/data (the reference files)
+    CHEMISTRY_FILE: '8877784a3ac009f931d1bb498ec8e3bf07087f2b497d5f5a7a1c5defd997f16b',
+    TOOLALPACA_FILES['simulated']: '17085ffefae0a0e15c1d2d564263063932d692011edf27ce8ae3d3803432ba08',
+    TOOLALPACA_FILES['real']: '8b6cb2d78061241ee0d95e3aaedbbecbe9c6408772c8e9381ee1c00bdcb740d7',
+}
+
+class DataChecksumError(ValueError):
+    "A downloaded data file is not the reference file: its sha256 differs from `DATA_SHA256`."
+
+def sha256_file(path:str|Path, # any file
+               ) -> str:
+    "The sha256 hex digest of a file's bytes."
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''): h.update(block)
+    return h.hexdigest()
 
 def mask_credentials(api:dict, # a ToolAlpaca API record; its `Authentication` keys name the credentials
                     ) -> dict:
@@ -221,29 +245,51 @@ def mask_credentials(api:dict, # a ToolAlpaca API record; its `Authentication` k
     golden = [[dict(step, Action_Input=mask(step['Action_Input'])) for step in g] for g in api.get('Golden_Answers', [])]
     return dict(api, Golden_Answers=golden) if keys else api
 
+def fetch_url(url:str, # the file's address
+              timeout:float=60, # seconds
+             ) -> bytes:
+    "The bytes at `url` (the one place downloads go through)."
+    import urllib.request
+    with urllib.request.urlopen(url, timeout=timeout) as r: return r.read()
+
+def _put(dest:Path, relpath:str, text:str, verify:bool, source:str):
+    "Write `text` to `dest/relpath` through a `.download` file, moved into place only when its sha256 is the reference's."
+    final = dest/relpath
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(final.name + '.download')
+    tmp.write_bytes(text.encode('utf-8'))
+    actual, expected = sha256_file(tmp), DATA_SHA256.get(relpath)
+    if verify and expected is not None and actual != expected:
+        raise DataChecksumError(
+            f"{relpath} downloaded from {source} has sha256 {actual}, expected {expected} (the shared copy this "
+            f"project's results were made with). It was not put in place; the download is kept at {tmp} for "
+            f"inspection. Upstream changed or the transfer was corrupted: retry; or point {DATA_ENV} at a verified "
+            f"copy; or, knowing the results will not be comparable, accept it with download_data(..., verify=False).")
+    tmp.replace(final)
+
 def download_data(domain:str, # 'chemistry' or 'tooluse'
                   dest:str|Path|None=None, # the data folder to write into (default: `cache_dir()`)
+                  verify:bool=True, # check each file's sha256 against `DATA_SHA256`
                  ) -> Path:
-    "Download one domain's files into `dest` (same layout as data/fixtures) and return `dest`."
+    "Download one domain's files from their pinned commits into `dest` (same layout as data/fixtures) and return `dest`."
     dest = Path(dest or cache_dir())
     if domain == 'chemistry':
-        from datasets import load_dataset
-        ds = load_dataset(SCIKNOWEVAL_HUB_ID)
-        recs = [r for split in ds.values() for r in split
-                if r.get('domain') == 'Chemistry' and (r.get('details') or {}).get('level') == 'L3'
-                and r.get('type') == 'mcq-4-choices']
-        order = {t: i for i, t in enumerate(CHEMISTRY_TASK_ORDER)}
-        recs.sort(key=lambda r: order.get(r['details'].get('task'), len(order)))
-        if not recs: raise DataFormatError(f"{SCIKNOWEVAL_HUB_ID} has no Chemistry L3 mcq-4-choices records")
-        (dest/'sciknoweval').mkdir(parents=True, exist_ok=True)
-        (dest/CHEMISTRY_FILE).write_text(''.join(json.dumps(r, ensure_ascii=False) + '\n' for r in recs))
+        lines, where = [], f"github.com/HICAI-ZJU/SciKnowEval at {SCIKNOWEVAL_COMMIT}"
+        for name in SCIKNOWEVAL_FILES:
+            url = SCIKNOWEVAL_URL.format(commit=SCIKNOWEVAL_COMMIT, name=name)
+            for n, line in enumerate(fetch_url(url).decode('utf-8').splitlines(), 1):
+                if not line.strip(): continue
+                try: r = json.loads(line)
+                except json.JSONDecodeError as e: raise DataFormatError(f"{url}, line {n}: not valid JSON ({e.msg})") from e
+                if r.get('type') == 'mcq-4-choices': lines.append(json.dumps(r, ensure_ascii=False) + '\n')
+        if not lines: raise DataFormatError(f"{where} has no Chemistry L3 mcq-4-choices records")
+        _put(dest, CHEMISTRY_FILE, ''.join(lines), verify, where)
     elif domain == 'tooluse':
-        import urllib.request
-        (dest/'toolalpaca').mkdir(parents=True, exist_ok=True)
         for k in ('simulated', 'real'):
-            name = Path(TOOLALPACA_FILES[k]).name
-            with urllib.request.urlopen(TOOLALPACA_URL.format(name=name), timeout=60) as r: apis = json.loads(r.read())
-            (dest/TOOLALPACA_FILES[k]).write_text(json.dumps([mask_credentials(a) for a in apis], ensure_ascii=False, indent=4))
+            url = TOOLALPACA_URL.format(commit=TOOLALPACA_COMMIT, name=Path(TOOLALPACA_FILES[k]).name)
+            apis = json.loads(fetch_url(url))
+            _put(dest, TOOLALPACA_FILES[k], json.dumps([mask_credentials(a) for a in apis], ensure_ascii=False, indent=4),
+                 verify, url)
     else: raise ValueError(f"unknown domain {domain!r}: use 'chemistry' or 'tooluse'")
     return dest
 
@@ -443,3 +489,30 @@ def fixtures_dir() -> Path|None:
     if root is not None and (root/'data'/'fixtures').is_dir(): return root/'data'/'fixtures'
     installed = Path(caopd.__file__).resolve().parent/'_data'/'fixtures'
     return installed if installed.is_dir() else None
+
+# %% ../nbs/01_data.ipynb #c066
+KEY_PACKAGES = ('torch', 'transformers', 'trl', 'datasets', 'accelerate', 'caopd')
+
+def _git(folder, *args) -> str|None:
+    "The output of `git -C folder args`, None when git is missing or fails."
+    try: r = subprocess.run(['git', '-C', str(folder), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError): return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+def git_commit(folder:str|Path|None=None, # a folder inside a git checkout (default: the caopd checkout)
+              ) -> str|None:
+    "The commit checked out at `folder`, None outside a git checkout."
+    folder = folder if folder is not None else repo_root()
+    return None if folder is None else _git(folder, 'rev-parse', '--verify', 'HEAD')
+
+def environment_record(packages:tuple=KEY_PACKAGES, # distribution names whose versions to record
+                      ) -> dict:
+    "Python's and the key packages' versions, and the caopd checkout's git commit (None where unknown)."
+    from importlib.metadata import version, PackageNotFoundError
+    out = dict(python=platform.python_version())
+    for p in packages:
+        try: out[p] = version(p)
+        except PackageNotFoundError: out[p] = caopd.__version__ if p == 'caopd' else None
+    commit = git_commit()
+    status = _git(repo_root(), 'status', '--porcelain', '--untracked-files=no') if commit else None
+    return dict(out, git_commit=commit, git_dirty=None if status is None else bool(status))
