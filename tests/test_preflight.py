@@ -1,0 +1,81 @@
+"The preflight memory plan: the paper's model table, the plan's arithmetic, refusals that name fixes which fit, the paper grid."
+import pytest
+
+from conftest import ROOT
+from caopd.preflight import (GIB, PAPER_MODELS, PUBLISHED_PARAMS, MemoryPlanError, ModelSpec, check_fits, grid_plans,
+                             memory_plan, model_spec, plans_markdown, preflight, suggest_fixes)
+
+Q8 = PAPER_MODELS['Qwen/Qwen3-8B']
+
+
+@pytest.mark.parametrize('model_id', sorted(PUBLISHED_PARAMS))
+def test_table_matches_published_parameter_counts(model_id):
+    assert PAPER_MODELS[model_id].n_params == pytest.approx(PUBLISHED_PARAMS[model_id], rel=0.06)
+
+
+def test_aliases_resolve_to_the_table_or_a_cached_config():
+    for alias in ('Qwen3-8B', 'qwen3-32b', 'Olmo-3-7B-Instruct'):
+        spec = model_spec(alias)
+        assert spec.n_params == pytest.approx(PUBLISHED_PARAMS[[k for k in PAPER_MODELS if k.lower().endswith(alias.lower())][0]], rel=0.06)
+
+
+def test_one_billion_parameters_by_hand():
+    spec = ModelSpec('1B', 1, 1000, 331_000, 1, 1, 1000, 2997, True, False)
+    assert spec.n_params == 10 ** 9
+    kw = dict(method='grpo', prompt_len=1, completion_len=1, micro_batch=1, use_vllm=False, device='H100')
+    plan = memory_plan(spec, **kw)
+    assert [plan.parts[k] * GIB for k in ('weights', 'gradients', 'optimizer')] == [4e9, 4e9, 12e9]
+    sharded = memory_plan(spec, n_gpus=4, fsdp=True, **kw)
+    assert [sharded.parts[k] * GIB for k in ('weights', 'gradients', 'optimizer')] == [1e9, 1e9, 3e9]
+    assert memory_plan(spec, dtype='bfloat16', **kw).parts['weights'] * GIB == 2e9
+    assert plan.parts['teacher'] == 0 and memory_plan(spec, **{**kw, 'method': 'sdpo'}).parts['teacher'] * GIB == 4e9
+
+
+def test_lora_keeps_an_adapter_teacher_not_a_model_copy():
+    full = memory_plan(Q8, device='H100', micro_batch=1, prompt_len=512, completion_len=512)
+    lora = full.replan(lora_r=16)
+    assert full.parts['teacher'] == pytest.approx(4 * Q8.n_params / GIB)
+    assert lora.parts['teacher'] < 0.02 * full.parts['teacher'] and lora.parts['optimizer'] < 0.02 * full.parts['optimizer']
+
+
+def test_8b_on_one_80gb_gpu_is_refused_with_fixes_that_fit():
+    plan = memory_plan(Q8, device='H100', micro_batch=1, prompt_len=512, completion_len=1024)
+    assert not plan.fits
+    fixes = suggest_fixes(plan)
+    assert fixes and all(p.fits for _, p in fixes)
+    with pytest.raises(MemoryPlanError, match='It would fit with') as e:
+        check_fits(plan)
+    assert e.value.fixes and 'FSDP2' in str(e.value)
+
+
+def test_gradient_checkpointing_and_shorter_responses_shrink_activations():
+    off = memory_plan(Q8, gradient_checkpointing=False, n_gpus=4, fsdp=True)
+    on = off.replan(gradient_checkpointing=True)
+    assert on.parts['activations'] < off.parts['activations'] / 5
+    assert on.replan(completion_len=1024).parts['logits'] == pytest.approx(on.parts['logits'] / 8)
+
+
+def test_vllm_that_cannot_hold_its_weights_does_not_fit():
+    plan = memory_plan(PAPER_MODELS['Qwen/Qwen3-32B'], n_gpus=4, fsdp=True, lora_r=16, micro_batch=1, completion_len=1024)
+    assert any('cannot start' in n for n in plan.notes) and not plan.fits
+    assert plan.replan(vllm_tensor_parallel_size=2).fits
+
+
+def test_preflight_of_the_embedded_model_on_cpu():
+    plan = preflight('smollm2-135m-instruct', device='cpu', K=4, micro_batch=4, prompt_len=350, completion_len=64,
+                     verbose=False)
+    assert plan.fits and plan.parts['vllm'] == 0 and 2 < plan.total < 6
+    with pytest.warns(UserWarning, match='It would fit with'):
+        assert not preflight('Qwen3-8B', device='H100', strict=False, verbose=False).fits
+
+
+def test_paper_grid_table():
+    rows = grid_plans(ROOT / 'nbs' / 'grids' / 'paper.yaml')
+    assert {r['model'] for r in rows} >= {'Qwen3-8B', 'Olmo-3-7B-Instruct', 'Qwen3-32B'}
+    assert all(r['fits'] or r['fix'] for r in rows)  # every run that does not fit names a fix
+    for r in rows:  # and the fixes named are ones that fit
+        if not r['fits']:
+            assert all(p.fits for _, p in suggest_fixes(r['plan']))
+    table = plans_markdown(rows)
+    assert table.startswith('| runs | model |') and 'Qwen3-32B' in table
+    assert len(plans_markdown(rows, collapse=False).splitlines()) == len(rows) + 2
