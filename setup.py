@@ -20,8 +20,8 @@ def requirements(key:str) -> list[str]:
     return cfg.get(key, '').split()
 
 # What the package reads at run time from the repository's data/ folder. A source checkout (and an editable install)
-# reads data/ in place; a wheel carries a copy in caopd/_data/, where `caopd.figures.paper_dir` and
-# `caopd.data.fixtures_dir` look when the checkout's data/ is absent. No copy is ever committed into caopd/.
+# reads data/ in place; a wheel carries a copy in caopd/_data/, where `caopd.data.shipped_data_dir` looks when the
+# checkout's data/ is absent. No copy is ever committed into caopd/.
 PACKAGE_DATA = {'data/paper': 'paper', 'data/fixtures': 'fixtures'}
 
 class build_py_with_data(build_py):

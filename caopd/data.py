@@ -19,7 +19,7 @@ __all__ = ['CONFIDENCE_INSTRUCTION', 'TOOLUSE_CONFIDENCE_INSTRUCTION', 'CHEMISTR
            'resolve_data_file', 'DataChecksumError', 'sha256_file', 'mask_credentials', 'fetch_url', 'download_data',
            'check_chemistry_record', 'read_chemistry', 'check_toolalpaca_api', 'read_toolalpaca',
            'read_toolalpaca_train', 'stratified_splits', 'chemistry_row', 'load_chemistry', 'toolalpaca_rows',
-           'load_toolalpaca', 'load_domain', 'fixtures_dir', 'git_commit', 'environment_record']
+           'load_toolalpaca', 'load_domain', 'shipped_data_dir', 'fixtures_dir', 'git_commit', 'environment_record']
 
 # %% ../nbs/01_data.ipynb #c006
 CONFIDENCE_INSTRUCTION = ("Confidence: your confidence level (0.0-1.0) regarding your answer, "
@@ -483,12 +483,17 @@ def load_domain(domain:str, # 'chemistry' (SciKnowEval Chemistry L3) or 'tooluse
     raise ValueError(f"unknown domain {domain!r}: use 'chemistry' (SciKnowEval Chemistry L3) or 'tooluse' (ToolAlpaca)")
 
 # %% ../nbs/01_data.ipynb #c056
-def fixtures_dir() -> Path|None:
-    "The checkout's `data/fixtures` folder, else the copy a wheel installs in the package (None if neither)."
+def shipped_data_dir(name:str, # a folder of the repository's `data/`: 'fixtures' or 'paper'
+                    ) -> Path:
+    "`data/<name>` of the checkout caopd is imported from, else the copy a wheel carries in `caopd/_data/<name>`."
     root = repo_root()
-    if root is not None and (root/'data'/'fixtures').is_dir(): return root/'data'/'fixtures'
-    installed = Path(caopd.__file__).resolve().parent/'_data'/'fixtures'
-    return installed if installed.is_dir() else None
+    if root is not None and (root/'data'/name).is_dir(): return root/'data'/name
+    return Path(caopd.__file__).resolve().parent/'_data'/name
+
+def fixtures_dir() -> Path|None:
+    "The test fixtures: the checkout's `data/fixtures`, else a wheel's copy (None if neither)."
+    d = shipped_data_dir('fixtures')
+    return d if d.is_dir() else None
 
 # %% ../nbs/01_data.ipynb #c066
 KEY_PACKAGES = ('torch', 'transformers', 'trl', 'datasets', 'accelerate', 'caopd')

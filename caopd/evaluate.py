@@ -14,7 +14,7 @@ from .confidence import parse_confidence
 from .data import environment_record, load_domain
 from .verifiers import verify
 from .metrics import (METRICS, METRIC_NAMES, calibration_report, reliability_diagram, confidence_histogram,
-                           save_figure)
+                           interval_text, save_figure)
 
 # %% auto #0
 __all__ = ['OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'BACKENDS', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'DOMAINS', 'generate',
@@ -333,10 +333,8 @@ def _fmt(v) -> str:
 
 def _cell(report:dict, k:str) -> str:
     "`report[k]`, with its interval `[lo, hi]` when the report has a finite one."
-    lo, hi = report.get(f'{k}_lo'), report.get(f'{k}_hi')
-    s = _fmt(report.get(k))
-    if s != 'n/a' and all(isinstance(x, (int, float)) and not math.isnan(x) for x in (lo, hi)): s += f' [{lo:.3f}, {hi:.3f}]'
-    return s
+    s, ci = _fmt(report.get(k)), interval_text(report.get(f'{k}_lo'), report.get(f'{k}_hi'))
+    return f'{s} {ci}' if s != 'n/a' and ci else s
 
 def report_markdown(report:dict,  # a `calibration_report` (older reports with fewer keys work too)
                     title:str='',  # a heading line

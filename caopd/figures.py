@@ -22,15 +22,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-import caopd
-from .metrics import INTERVAL_METRICS, REPORT_KEYS, confidence_histogram, reliability_diagram, save_figure
+from .data import shipped_data_dir
+from .metrics import REPORT_KEYS, confidence_histogram, interval_text, reliability_diagram, save_figure
 
 # %% ../nbs/10_figures.ipynb #c006
 def paper_dir() -> Path:
     "Folder of the paper's tables as CSV: the checkout's `data/paper`, else the copy a wheel installs in the package."
-    pkg = Path(caopd.__file__).resolve().parent
-    checkout = pkg.parent/'data'/'paper'
-    return checkout if checkout.is_dir() else pkg/'_data'/'paper'
+    return shipped_data_dir('paper')
 
 
 def paper_table(name:str, # table file name without `.csv`, e.g. 'table2_main_results_sdft' (see `paper_dir()`)
@@ -824,8 +822,7 @@ def interval_columns(w:pd.DataFrame, # a wide table that may hold `{m}_lo` and `
     for m in metrics:
         lo, hi = f'{m}_lo', f'{m}_hi'
         if lo in w.columns and hi in w.columns and w[[lo, hi]].notna().any().any():
-            text = [f'[{a:.3f}, {b:.3f}]' if pd.notna(a) and pd.notna(b) else '' for a, b in zip(w[lo], w[hi])]
-            w.insert(w.columns.get_loc(m) + 1, f'{m} 95% CI', text)
+            w.insert(w.columns.get_loc(m) + 1, f'{m} 95% CI', [interval_text(a, b) for a, b in zip(w[lo], w[hi])])
     return w.drop(columns=[c for c in w.columns if c.endswith(('_lo', '_hi'))])
 
 

@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['METRICS', 'STATED_METRICS', 'INTERVAL_METRICS', 'INTERVAL_KEYS', 'REPORT_KEYS', 'METRIC_NAMES', 'bin_index',
            'expected_calibration_error', 'brier_score', 'overconfidence_gap', 'strict_pairwise_ranking', 'auroc',
-           'calibration_report', 'bootstrap_intervals', 'reliability_bins', 'reliability_diagram',
+           'calibration_report', 'bootstrap_intervals', 'interval_text', 'reliability_bins', 'reliability_diagram',
            'confidence_histogram', 'save_figure', 'figure_from_html', 'png_from_html']
 
 # %% ../nbs/03_metrics.ipynb #c002
@@ -296,6 +296,14 @@ def bootstrap_intervals(confidence:Sequence, # confidences in [0, 1]; None or Na
     "Percentile bootstrap intervals over prompts for every metric of the report: `{m}_lo`, `{m}_hi` (`INTERVAL_KEYS`)."
     c, y, parsed = _prepare(confidence, correct, missing)
     return _intervals(c, y, parsed, groups, n_boot, level, seed, _check_bins(n_bins), min_finite)
+
+# %% ../nbs/03_metrics.ipynb #c34118a4
+def interval_text(lo, # lower end of an interval (None or NaN when missing)
+                  hi, # upper end
+                 ) -> str:
+    "`'[lo, hi]'` to three decimals, or '' when either end is missing or not a finite number."
+    ok = all(isinstance(x, (int, float, np.number)) and not isinstance(x, bool) and math.isfinite(x) for x in (lo, hi))
+    return f'[{lo:.3f}, {hi:.3f}]' if ok else ''
 
 # %% ../nbs/03_metrics.ipynb #c043
 def reliability_bins(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing
