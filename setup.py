@@ -22,7 +22,7 @@ def requirements(key:str) -> list[str]:
 # What the package reads at run time from the repository's data/ folder. A source checkout (and an editable install)
 # reads data/ in place; a wheel carries a copy in caopd/_data/, where `caopd.data.shipped_data_dir` looks when the
 # checkout's data/ is absent. No copy is ever committed into caopd/.
-PACKAGE_DATA = {'data/paper': 'paper', 'data/fixtures': 'fixtures'}
+PACKAGE_DATA = {'data/paper': 'paper', 'data/fixtures': 'fixtures', 'data/recipes': 'recipes'}
 
 class build_py_with_data(build_py):
     "setuptools' `build_py` that also copies `PACKAGE_DATA` into `<lib>/_data/` of the build (not for editable installs)."

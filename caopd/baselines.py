@@ -218,6 +218,8 @@ def build_trainer(method:str, # a name in `METHODS`: 'sdft', 'caopd-sdft', 'caop
                   train_dataset=None, # rows as `caopd.data` makes them (default: `load_domain(domain, 'train')`)
                   output_dir:str|os.PathLike|None=None, # where checkpoints go (default: runs/<method>)
                   eval_dataset=None, # optional evaluation rows
+                  peft_config=None, # a PEFT config (e.g. `peft.LoraConfig`) to train adapters instead of all weights
+                  callbacks=None, # transformers `TrainerCallback`s
                   **config_overrides, # config fields, e.g. max_steps=2, num_generations=2, learning_rate=1e-6
                  ):
     "A ready-to-train TRL trainer of `method` on `domain` for `model`."
@@ -232,4 +234,4 @@ def build_trainer(method:str, # a name in `METHODS`: 'sdft', 'caopd-sdft', 'caop
     if eval_dataset is not None: _check_dataset_domain(eval_dataset, domain, 'eval_dataset')
     trainer_cls, _ = spec.classes()
     return trainer_cls(model=path, reward_funcs=spec.rewards(domain), args=args, train_dataset=train_dataset,
-                       eval_dataset=eval_dataset, processing_class=tokenizer)
+                       eval_dataset=eval_dataset, processing_class=tokenizer, callbacks=callbacks, peft_config=peft_config)

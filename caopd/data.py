@@ -483,7 +483,7 @@ def load_domain(domain:str, # 'chemistry' (SciKnowEval Chemistry L3) or 'tooluse
     raise ValueError(f"unknown domain {domain!r}: use 'chemistry' (SciKnowEval Chemistry L3) or 'tooluse' (ToolAlpaca)")
 
 # %% ../nbs/01_data.ipynb #c056
-def shipped_data_dir(name:str, # a folder of the repository's `data/`: 'fixtures' or 'paper'
+def shipped_data_dir(name:str, # a folder of the repository's `data/`: 'fixtures', 'paper' or 'recipes'
                     ) -> Path:
     "`data/<name>` of the checkout caopd is imported from, else the copy a wheel carries in `caopd/_data/<name>`."
     root = repo_root()

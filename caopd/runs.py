@@ -9,11 +9,12 @@ from pathlib import Path
 
 from fastcore.script import call_parse
 
-from .evaluate import read_jsonl
+from .evaluate import read_jsonl, write_jsonl
 from .metrics import REPORT_KEYS
 
 # %% auto #0
-__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'is_run', 'load_run', 'runs_table', 'papermill_command', 'read_grid', 'run_grid', 'main']
+__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'RunFolder', 'is_run', 'load_run', 'runs_table', 'papermill_command', 'read_grid',
+           'run_grid', 'main']
 
 # %% ../nbs/11_runs.ipynb #c005
 RUN_METRICS = REPORT_KEYS  # every key of a calibration report (caopd.metrics): metrics, stated subset, intervals
@@ -25,20 +26,55 @@ def _read_json(path:Path, what:str) -> dict:
     except json.JSONDecodeError as e:
         raise ValueError(f"{path} is not valid JSON ({e}); re-run the run that wrote it") from None
 
+class RunFolder:
+    "The run-folder contract: where each part of a training run lives; written by `caopd.train`, read by all the rest."
+    def __init__(self, path): self.path = Path(path)
+    def __repr__(self): return f'RunFolder({str(self.path)!r})'
+    settings = property(lambda self: self.path/'settings.json')
+    warmup = property(lambda self: self.path/'warmup')
+    trainer = property(lambda self: self.path/'trainer')
+    log = property(lambda self: self.path/'train_log.jsonl')
+    mu_hat = property(lambda self: self.path/'mu_hat.jsonl')
+    training = property(lambda self: self.path/'train.json')
+    checkpoint = property(lambda self: self.path/'checkpoint')
+    metrics = property(lambda self: self.path/'metrics.json')
+    figures = property(lambda self: self.path/'figures')
+    def eval(self, which:str) -> Path: return self.path/'eval'/which  # 'before' or 'after'
+
+    @property
+    def finished(self) -> bool: return self.settings.is_file() and self.metrics.is_file()
+    def _write(self, path:Path, obj):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + '.tmp')
+        tmp.write_text(json.dumps(obj, indent=2) + '\n'); tmp.replace(path)  # an interruption leaves the old file whole
+    def read_settings(self, missing_ok:bool=False) -> dict:
+        if missing_ok and not self.settings.is_file(): return {}
+        return _read_json(self.settings, 'not a run folder of caopd.train / nbs/train.ipynb (or the run did not start)')
+    def write_settings(self, settings:dict): self._write(self.settings, settings)
+    def read_metrics(self) -> dict:
+        return _read_json(self.metrics, 'the run did not finish: re-run it (see settings.json for its parameters)')
+    def write_metrics(self, metrics:dict): self._write(self.metrics, metrics)
+    def read_training(self) -> dict: return _read_json(self.training, 'the training stage did not finish')
+    def write_training(self, record:dict): self._write(self.training, record)
+    def read_log(self) -> list[dict]: return read_jsonl(self.log) if self.log.is_file() else []
+    def write_log(self, log:list[dict]): write_jsonl(log, self.log)
+    def read_targets(self) -> list[dict]: return read_jsonl(self.mu_hat) if self.mu_hat.is_file() else []
+    def write_targets(self, targets:list[dict]): write_jsonl(targets, self.mu_hat)
+
+    def load(self) -> dict:
+        "The finished run as a dict: path, settings, before/after (calibration reports), elicited (or None), log."
+        if not self.path.is_dir(): raise FileNotFoundError(f"run folder {self.path} does not exist")
+        settings, metrics = self.read_settings(), self.read_metrics()
+        return dict(path=self.path, settings=settings, before=metrics.get('before'), after=metrics.get('after'),
+                    elicited=metrics.get('elicited'), log=self.read_log())
+
 def is_run(path) -> bool:
     "Whether `path` is a finished training run folder (it holds settings.json and metrics.json)."
-    path = Path(path)
-    return (path/'settings.json').is_file() and (path/'metrics.json').is_file()
+    return RunFolder(path).finished
 
 def load_run(path) -> dict:
     "A run folder as a dict: path, settings, before/after (calibration reports), elicited (or None), log (training log)."
-    path = Path(path)
-    if not path.is_dir(): raise FileNotFoundError(f"run folder {path} does not exist")
-    settings = _read_json(path/'settings.json', 'not a run folder of nbs/train.ipynb (or the run did not start)')
-    metrics = _read_json(path/'metrics.json', 'the run did not finish: re-run it (see settings.json for its parameters)')
-    log = read_jsonl(path/'train_log.jsonl') if (path/'train_log.jsonl').is_file() else []
-    return dict(path=path, settings=settings, before=metrics.get('before'), after=metrics.get('after'),
-                elicited=metrics.get('elicited'), log=log)
+    return RunFolder(path).load()
 
 # %% ../nbs/11_runs.ipynb #c007
 def runs_table(root='runs', # folder searched recursively for run folders

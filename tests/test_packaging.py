@@ -80,7 +80,7 @@ def wheel(tmp_path_factory) -> Path:
     src = tmp/'src'; src.mkdir()
     for f in ('setup.py', 'pyproject.toml', 'MANIFEST.in', 'settings.ini', 'README.md', 'LICENSE'): shutil.copy(ROOT/f, src/f)
     shutil.copytree(ROOT/'caopd', src/'caopd', ignore=shutil.ignore_patterns('__pycache__'))
-    for d in ('paper', 'fixtures'): shutil.copytree(ROOT/'data'/d, src/'data'/d)
+    for d in ('paper', 'fixtures', 'recipes'): shutil.copytree(ROOT/'data'/d, src/'data'/d)
     cmd = [sys.executable, '-m', 'pip', 'wheel', '--no-deps', '--disable-pip-version-check', '-w', str(tmp/'dist'), str(src)]
     if _can_build_offline(): cmd.insert(5, '--no-build-isolation')
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -92,7 +92,7 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_contents(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f'caopd/{p.name}' for p in (ROOT/'caopd').glob('*.py')} <= names
-    for d in ('paper', 'fixtures'):
+    for d in ('paper', 'fixtures', 'recipes'):
         want = {f'caopd/_data/{d}/{p.relative_to(ROOT/"data"/d).as_posix()}' for p in (ROOT/'data'/d).rglob('*') if p.is_file()}
         assert want and want <= names, sorted(want - names)
     assert not [n for n in names if n.split('/')[0] in ('nbs', 'tests', 'data', 'figures')]
@@ -108,6 +108,7 @@ def test_wheel_reads_its_data_outside_the_checkout(wheel, tmp_path):
     code = ("import caopd, caopd.figures as f, caopd.data as d; from pathlib import Path\n"
             f"assert Path(caopd.__file__).is_relative_to({str(site)!r}), caopd.__file__\n"
             "assert d.repo_root() is None\n"
+            "from caopd.train import recipe_path; assert recipe_path('accelerate_fsdp2.yaml').is_relative_to(Path(caopd.__file__).parent)\n"
             "print(len(f.paper_table('table2_main_results_sdft')), len(d.load_chemistry('all', data_dir=d.fixtures_dir())))")
     env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'} | {'PYTHONPATH': str(site), 'CAOPD_OFFLINE': '1'}
     res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)

@@ -1,4 +1,4 @@
-"nbs/train.ipynb through papermill, as a grid: a tiny model trained on Chemistry, then continued on Tool Use (CT)."
+"nbs/train.ipynb through papermill, as a grid: a tiny model trained on Chemistry in one and in two CPU processes, then continued on Tool Use (CT)."
 import json, subprocess, sys
 from pathlib import Path
 
@@ -8,7 +8,7 @@ from conftest import ROOT
 from trainer_helpers import tiny_model_dir
 
 TRAIN = ROOT/'nbs'/'train.ipynb'
-TINY = dict(preset='cpu', K=2, prompts_per_step=1, per_device_train_batch_size=2, max_steps=2, n_train=4,
+TINY = dict(preset='cpu', K=2, prompts_per_step=1, max_steps=2, n_train=4,
             max_completion_length=8, eval_limit=2, eval_samples=2, eval_max_new_tokens=8, eval_batch_size=4, png=False,
             format_warmup='value', format_warmup_steps=1)
 
@@ -24,11 +24,11 @@ root: {root}
 defaults: {{{defaults}}}
 runs:
   - name: chemistry
-    matrix: {{method: [caopd-sdft]}}
+    matrix: {{method: [caopd-sdft], num_processes: [1, 2]}}
   - name: ct-tooluse-sdft
     method: sdft
     domain: tooluse
-    init_from: "{{root}}/chemistry-caopd-sdft"
+    init_from: "{{root}}/chemistry-caopd-sdft-1"
 ''')
     before = TRAIN.read_bytes()
     res = subprocess.run([sys.executable, '-m', 'caopd.runs', str(tmp/'grid.yaml')], cwd=ROOT, capture_output=True,
@@ -42,7 +42,7 @@ def test_run_folder(grid_runs):
     from caopd.evaluate import read_jsonl
     from caopd.runs import load_run
     root, _ = grid_runs
-    out = root/'chemistry-caopd-sdft'
+    out = root/'chemistry-caopd-sdft-1'
     assert (out/'train.ipynb').is_file()  # the executed notebook lives in its run folder
     run = load_run(out)
     s = run['settings']
@@ -68,6 +68,29 @@ def test_run_folder(grid_runs):
     for fig in ('training_curves', 'format_adherence', 'reliability', 'confidence_distributions'):
         assert (out/'figures'/f'{fig}.html').is_file(), fig
     assert (out/'metrics.csv').is_file() and (out/'metrics.md').is_file()
+    training = json.loads((out/'train.json').read_text())
+    assert (training['steps'], training['world_size'], training['resumed_from']) == (2, 1, None)
+    assert sorted(p.name for p in (out/'trainer').iterdir()) == ['checkpoint-2']  # checkpoints to resume from
+
+
+def test_two_processes_write_the_same_run_folder(grid_runs):
+    "num_processes=2 launches caopd.train under torchrun: two CPU processes, the same files, the same per-step records."
+    from caopd.runs import RunFolder
+    root, _ = grid_runs
+    one, two = RunFolder(root/'chemistry-caopd-sdft-1'), RunFolder(root/'chemistry-caopd-sdft-2')
+    files = lambda f: sorted(str(p.relative_to(f.path)) for p in f.path.rglob('*')
+                             if 'trainer' not in p.parts and 'checkpoint' not in p.parts and p.name != 'train.ipynb')
+    assert files(one) == files(two)
+    s1, s2 = one.read_settings(), two.read_settings()
+    assert (s1['world_size'], s2['world_size']) == (1, 2) and (s1['per_device_train_batch_size'], s2['per_device_train_batch_size']) == (2, 1)
+    same = lambda s: {k: v for k, v in s.items() if k not in ('world_size', 'per_device_train_batch_size', 'out', 'start',
+                                                                'seconds', 'warmup', 'run_name', 'num_processes')}
+    assert same(s1) == same(s2)
+    assert two.read_training()['world_size'] == 2
+    assert '$ ' in (two.path/'train.ipynb').read_text() and 'torch.distributed.run' in (two.path/'train.ipynb').read_text()
+    for f in (one, two):  # every step logged once; two mu_hat targets (K=2 rollouts of one prompt) per step
+        assert [h['step'] for h in f.read_log() if 'loss' in h] == [1, 2]
+        assert sorted(t['step'] for t in f.read_targets()) == [1, 1, 2, 2]
 
 
 def test_continual_training_and_grid_resume(grid_runs):
@@ -75,11 +98,11 @@ def test_continual_training_and_grid_resume(grid_runs):
     root, _ = grid_runs
     s = load_run(root/'ct-tooluse-sdft')['settings']
     assert (s['protocol'], s['train_domains'], s['eval_domain']) == ('ct', ['chemistry', 'tooluse'], 'tooluse')
-    assert s['start'].endswith('chemistry-caopd-sdft/checkpoint') and 'warmup' not in s  # CT starts warmed: no warm-up
+    assert s['start'].endswith('chemistry-caopd-sdft-1/checkpoint') and 'warmup' not in s  # CT starts warmed: no warm-up
     t = runs_table(root)
-    assert sorted(t['method']) == ['caopd-sdft', 'sdft'] and set(t['protocol']) == {'id', 'ct'}
+    assert sorted(t['method']) == ['caopd-sdft', 'caopd-sdft', 'sdft'] and set(t['protocol']) == {'id', 'ct'}
     assert t['accuracy'].between(0, 1).all() and t['n'].eq(4).all()
     # a finished grid is not run again
     res = subprocess.run([sys.executable, '-m', 'caopd.runs', str(root.parent/'grid.yaml'), '--dry_run'], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0 and res.stdout.count('[skip]') == 2, res.stdout + res.stderr
+    assert res.returncode == 0 and res.stdout.count('[skip]') == 3, res.stdout + res.stderr

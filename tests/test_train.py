@@ -1,0 +1,99 @@
+"caopd.train as users start it: the notebook's parameters, dry runs of every paper run, refusals, and a killed run that resumes."
+import json, os, signal, subprocess, sys, time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from trainer_helpers import tiny_model_dir
+
+
+def test_notebook_parameters_are_the_run_arguments():
+    "nbs/train.ipynb's parameters cell and caopd.train.RunArguments name the same parameters with the same defaults."
+    import dataclasses, papermill as pm
+    from caopd.train import RunArguments
+    params = pm.inspect_notebook(str(ROOT/'nbs'/'train.ipynb'))
+    fields = {f.name: f.default for f in dataclasses.fields(RunArguments)}
+    assert set(params) - {'png'} == set(fields)
+    for name, default in fields.items():
+        assert eval(params[name]['default']) == default, name
+
+
+def _paper_runs():
+    from caopd.runs import read_grid
+    return read_grid(ROOT/'nbs'/'grids'/'paper.yaml')['runs']
+
+
+@pytest.mark.parametrize('name,params', _paper_runs(), ids=[n for n, _ in _paper_runs()])
+def test_dry_run_of_every_paper_run(name, params, tmp_path, capsys):
+    "Every run of nbs/grids/paper.yaml builds its config, plans its memory on the paper's node and prints its command."
+    from caopd.preflight import MemoryPlanError
+    from caopd.train import RunArguments, dry_run
+    run = RunArguments(**params, out=str(tmp_path/name), dry_run=True)
+    try: d = dry_run(run)
+    except MemoryPlanError as e:  # refused: the message names the fix
+        assert 'It would fit with' in str(e) or 'No combination' in str(e), str(e)
+        return
+    out = capsys.readouterr().out
+    assert d['plan'].fits and 'memory: ' in out and 'launch: accelerate launch --config_file' in out
+    assert d['command'][d['command'].index('--num_processes') + 1] == '4'  # the paper's node: four H200 GPUs
+    assert d['config'].num_generations == params.get('K', 8) and d['settings']['max_completion_length'] == 8192
+
+
+def test_cli_refuses_what_cannot_fit_and_names_the_fix():
+    res = subprocess.run([sys.executable, '-m', 'caopd.train', '--model', 'Qwen3-8B', '--preset', 'paper',
+                          '--num_processes', '1', '--dry_run', 'true'], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode != 0
+    assert 'MemoryPlanError' in res.stderr and 'It would fit with' in res.stderr and 'LoRA (lora_r=' in res.stderr
+    ok = subprocess.run([sys.executable, '-m', 'caopd.train', '--config', str(ROOT/'data'/'recipes'/'qwen3-8b-chemistry-caopd-sdft-lora.yaml'),
+                         '--dry_run', 'true'], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert '(fits)' in ok.stdout and 'launch: ' in ok.stdout and '--lora_r 64' in ok.stdout
+
+
+TINY_ARGS = ['--preset', 'cpu', '--K', '2', '--prompts_per_step', '1', '--n_train', '8', '--max_completion_length', '8',
+             '--format_warmup', 'off', '--save_steps', '1', '--max_steps', '6']
+
+
+def test_killed_run_resumes(tmp_path):
+    "A training stage killed after its second checkpoint, started again, resumes there and finishes with every step once."
+    from caopd.runs import RunFolder
+    model = tiny_model_dir(tmp_path/'tiny')
+    out = tmp_path/'run'
+    cmd = [sys.executable, '-m', 'caopd.train', '--model', model, '--out', str(out), *TINY_ARGS]
+    child = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
+    deadline = time.time() + 600
+    while not (out/'trainer'/'checkpoint-2'/'trainer_state.json').is_file():
+        assert child.poll() is None, child.stderr.read()[-3000:]
+        assert time.time() < deadline, 'no checkpoint-2 after 10 minutes'
+        time.sleep(0.5)
+    time.sleep(1)
+    os.killpg(child.pid, signal.SIGKILL); child.wait()
+    folder = RunFolder(out)
+    assert not folder.training.is_file() and not (out/'trainer'/'checkpoint-6').exists()  # it was killed mid-run
+    res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-4000:]
+    record = folder.read_training()
+    resumed = int(Path(record['resumed_from']).name.split('-')[1])
+    assert resumed >= 2 and record['steps'] == 6
+    assert [h['step'] for h in folder.read_log() if 'loss' in h] == [1, 2, 3, 4, 5, 6]
+    steps = [t['step'] for t in folder.read_targets()]
+    assert sorted(steps) == [s for s in range(1, 7) for _ in range(2)]  # K=2 targets per step, none twice
+    assert (out/'checkpoint'/'config.json').is_file()
+
+
+def test_lora_trains_adapters_and_saves_a_loadable_model(tmp_path):
+    "lora_r: TRL trains PEFT adapters; the run folder keeps the adapter and a merged model that loads like any other."
+    from caopd.models import load_model
+    from caopd.runs import RunFolder
+    model = tiny_model_dir(tmp_path/'tiny')
+    out = tmp_path/'run'
+    res = subprocess.run([sys.executable, '-m', 'caopd.train', '--model', model, '--out', str(out), *TINY_ARGS[:-2],
+                          '--max_steps', '1', '--lora_r', '4'], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-4000:]
+    folder = RunFolder(out)
+    assert json.loads((out/'adapter'/'adapter_config.json').read_text())['r'] == 4
+    assert folder.read_training()['adapter'] == str(out/'adapter') and folder.read_settings()['lora_r'] == 4
+    lm, _ = load_model(str(folder.checkpoint))
+    assert not any('lora' in n for n, _ in lm.named_parameters())
