@@ -262,7 +262,7 @@ def run_memory_plan(settings:dict, gpu:str='auto'):
     return memory_plan(spec, settings['method'], K=settings['K'], completion_len=settings['max_completion_length'],
                        micro_batch=settings['per_device_train_batch_size'], **plan_node(settings, gpu))
 
-# %% ../nbs/13_train.ipynb #88a058eb
+# %% ../nbs/13_train.ipynb #bc8a7305
 def save_trained(trainer, folder:RunFolder, settings:dict):
     "The trained model and tokenizer into `folder.checkpoint`, loadable as a plain model (LoRA: merged; adapter kept apart)."
     if settings['lora_r']:
@@ -379,7 +379,9 @@ def parse_args(argv:list[str]|None=None) -> RunArguments:
     from transformers import HfArgumentParser
     from trl import TrlParser
     from caopd.baselines import method_spec
-    run, rest = TrlParser([RunArguments]).parse_args_and_config(argv, return_remaining_strings=True)
+    parser = TrlParser([RunArguments], prog='caopd-train', description="Train one CaOPD (or baseline) run into a run "
+                       "folder. Other --field value pairs are fields of the method's TRL config (e.g. --teacher_update_rate 0.1).")
+    run, rest = parser.parse_args_and_config(argv, return_remaining_strings=True)
     if rest:
         config_cls = method_spec(run.method).classes()[1]
         given = [a[2:].split('=')[0] for a in rest if a.startswith('--')]

@@ -97,3 +97,15 @@ def test_lora_trains_adapters_and_saves_a_loadable_model(tmp_path):
     assert folder.read_training()['adapter'] == str(out/'adapter') and folder.read_settings()['lora_r'] == 4
     lm, _ = load_model(str(folder.checkpoint))
     assert not any('lora' in n for n, _ in lm.named_parameters())
+
+
+def test_notebook_dry_run_plans_and_stops(tmp_path):
+    "nbs/train.ipynb with dry_run=True prints the config, memory plan and launch command, and writes no run folder."
+    import papermill as pm
+    out = tmp_path/'run'
+    nb = pm.execute_notebook(str(ROOT/'nbs'/'train.ipynb'), str(tmp_path/'train.ipynb'), cwd=str(ROOT), kernel_name='python3',
+                             parameters=dict(model='Qwen3-8B', preset='paper', dry_run=True, out=str(out), png=False),
+                             progress_bar=False)
+    text = json.dumps(nb['cells'])
+    assert 'memory: ' in text and '(fits)' in text and 'launch: accelerate launch' in text and '--num_processes 4' in text
+    assert not out.exists()
