@@ -4,10 +4,9 @@
 
 # %% auto #0
 __all__ = ['PAPER_MODELS', 'PUBLISHED_PARAMS', 'GIB', 'DTYPE_BYTES', 'GPUS', 'SELF_DISTILLATION', 'RL_METHODS', 'OPTIMIZER_BYTES',
-           'PART_NAMES', 'PAPER_NODE', 'PAPER_STEP', 'ModelSpec', 'spec_from_config', 'model_spec', 'gpu_capacity_gib',
+           'PART_NAMES', 'ModelSpec', 'spec_from_config', 'model_spec', 'gpu_capacity_gib',
            'activation_bytes_per_token', 'lora_params', 'MemoryPlan', 'memory_plan', 'MemoryPlanError', 'describe_fix',
-           'suggest_fixes', 'refusal_message', 'check_fits', 'preflight', 'grid_plans', 'plans_markdown',
-           'measure_cpu_peak']
+           'suggest_fixes', 'refusal_message', 'check_fits', 'preflight', 'measure_cpu_peak']
 
 # %% ../nbs/12_preflight.ipynb #c002
 import itertools, os
@@ -385,46 +384,6 @@ def preflight(model:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging Fa
     import warnings
     warnings.warn(refusal_message(plan, suggest_fixes(plan)), stacklevel=2)
     return plan
-
-# %% ../nbs/12_preflight.ipynb #c036
-PAPER_NODE = dict(device='H200', n_gpus=4, fsdp=True, use_vllm=True, vllm_gpu_memory_utilization=0.3)
-# Table 8 (`tab:hyperparameters`) and the paper preset of nbs/train.ipynb: the worst-case step of a paper run
-PAPER_STEP = dict(K=8, prompt_len=2048, completion_len=8192, micro_batch=8, gradient_checkpointing=True,
-                  dtype='float32', optimizer='adamw')
-
-def grid_plans(grid='nbs/grids/paper.yaml', # a grid YAML file (`caopd.runs.read_grid`)
-               node:dict|None=None, # `memory_plan` settings of the node (default `PAPER_NODE`)
-               step:dict|None=None, # `memory_plan` settings of the step (default `PAPER_STEP`); a run's K wins
-               fixes:bool=True, # also find the changes that make a run fit
-              ) -> list[dict]:
-    "One row per run of `grid`: run, model, method, K, GiB per GPU, whether it fits, and the fixes when it does not."
-    from caopd.runs import read_grid
-    node, step = {**PAPER_NODE, **(node or {})}, {**PAPER_STEP, **(step or {})}
-    rows, specs = [], {}
-    for name, params in read_grid(grid)['runs']:
-        model, method = params.get('model', 'smollm2-135m-instruct'), params.get('method', 'caopd-sdft')
-        if model not in specs: specs[model] = model_spec(model)
-        plan = memory_plan(specs[model], method, **{**step, **node, **{k: params[k] for k in ('K',) if k in params}})
-        fx = [] if plan.fits or not fixes else suggest_fixes(plan)
-        rows.append(dict(run=name, model=model, method=method, K=plan.settings['K'], gib=round(plan.total, 1),
-                         capacity=round(plan.capacity, 1), fits=plan.fits,
-                         fix='; '.join(f'{describe_fix(c)} ({p.total:.0f} GiB)' for c, p in fx), plan=plan))
-    return rows
-
-def plans_markdown(rows:list[dict], # `grid_plans(...)`
-                   collapse:bool=True, # one row per (model, method family, K): the runs of a group plan alike
-                  ) -> str:
-    "The rows as a markdown table."
-    if collapse:
-        groups = {}
-        for r in rows:
-            kind = 'self-distillation' if r['method'] in SELF_DISTILLATION else 'GRPO/RLCR'
-            groups.setdefault((r['model'], kind, r['K']), []).append(r)
-        rows = [dict(r[0], run=f"{len(r)} run{'s' if len(r) > 1 else ''}", method=k[1]) for k, r in groups.items()]
-    head = '| runs | model | method | K | GiB/GPU | of | fits | fits with |\n|---|---|---|---|---|---|---|---|'
-    body = [f"| {r['run']} | {r['model']} | {r['method']} | {r['K']} | {r['gib']:.0f} | {r['capacity']:.0f} | "
-            f"{'yes' if r['fits'] else 'no'} | {r['fix'] or '-'} |" for r in rows]
-    return '\n'.join([head, *body])
 
 # %% ../nbs/12_preflight.ipynb #c040
 _MEASURE = r"""

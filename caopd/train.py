@@ -14,7 +14,7 @@ from .runs import RunFolder, is_run
 __all__ = ['PRESETS', 'PAPER_NODE_GPUS', 'OFF', 'RunArguments', 'resolve_settings', 'select_prompts', 'warmup_stage',
            'trainer_config', 'lora_config', 'method_args', 'RunFolderLog', 'plan_node', 'run_memory_plan',
            'save_trained', 'train', 'cli_args', 'recipe_path', 'launch_command', 'server_command', 'dry_run',
-           'parse_args', 'main']
+           'grid_plans', 'plans_markdown', 'parse_args', 'main']
 
 # %% ../nbs/13_train.ipynb #442d4cd2
 PRESETS = {
@@ -372,6 +372,40 @@ def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dic
         from caopd.preflight import check_fits
         check_fits(plan)
     return dict(settings=settings, config=args, changed=changed, plan=plan, command=cmd, server=server)
+
+# %% ../nbs/13_train.ipynb #877fabc3
+def grid_plans(grid='nbs/grids/paper.yaml', # a grid YAML file (`caopd.runs.read_grid`)
+               fixes:bool=True, # also find the changes that make a run fit
+               gpu:str='auto', # GPU type of the plan (see `RunArguments.gpu`)
+              ) -> list[dict]:
+    "One row per run of `grid`: run, model, method, K, GiB per GPU, whether it fits, and the fixes when it does not."
+    from caopd.preflight import describe_fix, suggest_fixes
+    from caopd.runs import read_grid
+    rows = []
+    for name, params in read_grid(grid)['runs']:
+        settings = resolve_settings(RunArguments(**{**params, 'out': str(Path('runs')/name), 'dry_run': True}))
+        plan = run_memory_plan(settings, gpu)
+        fx = [] if plan.fits or not fixes else suggest_fixes(plan)
+        rows.append(dict(run=name, model=settings['model'], method=settings['method'], K=settings['K'],
+                         gib=round(plan.total, 1), capacity=round(plan.capacity, 1), fits=plan.fits,
+                         fix='; '.join(f'{describe_fix(c)} ({p.total:.0f} GiB)' for c, p in fx), plan=plan))
+    return rows
+
+def plans_markdown(rows:list[dict], # `grid_plans(...)`
+                   collapse:bool=True, # one row per (model, method family, K): the runs of a group plan alike
+                  ) -> str:
+    "The rows as a markdown table."
+    from caopd.preflight import SELF_DISTILLATION
+    if collapse:
+        groups = {}
+        for r in rows:
+            kind = 'self-distillation' if r['method'] in SELF_DISTILLATION else 'GRPO/RLCR'
+            groups.setdefault((r['model'], kind, r['K']), []).append(r)
+        rows = [dict(r[0], run=f"{len(r)} run{'s' if len(r) > 1 else ''}", method=k[1]) for k, r in groups.items()]
+    head = '| runs | model | method | K | GiB/GPU | of | fits | fits with |\n|---|---|---|---|---|---|---|---|'
+    body = [f"| {r['run']} | {r['model']} | {r['method']} | {r['K']} | {r['gib']:.0f} | {r['capacity']:.0f} | "
+            f"{'yes' if r['fits'] else 'no'} | {r['fix'] or '-'} |" for r in rows]
+    return '\n'.join([head, *body])
 
 # %% ../nbs/13_train.ipynb #ac221f63
 def parse_args(argv:list[str]|None=None) -> RunArguments:

@@ -2,8 +2,9 @@
 import pytest
 
 from conftest import ROOT
-from caopd.preflight import (GIB, PAPER_MODELS, PUBLISHED_PARAMS, MemoryPlanError, ModelSpec, check_fits, grid_plans,
-                             memory_plan, model_spec, plans_markdown, preflight, suggest_fixes)
+from caopd.preflight import (GIB, PAPER_MODELS, PUBLISHED_PARAMS, MemoryPlanError, ModelSpec, check_fits,
+                             memory_plan, model_spec, preflight, suggest_fixes)
+from caopd.train import grid_plans, plans_markdown
 
 Q8 = PAPER_MODELS['Qwen/Qwen3-8B']
 
