@@ -4,7 +4,7 @@
 
 # %% ../nbs/11_runs.ipynb #c002
 from __future__ import annotations
-import itertools, json, os, shlex, sys
+import itertools, json, shlex
 from pathlib import Path
 
 from fastcore.script import call_parse
