@@ -395,7 +395,7 @@ def save_figure(fig, # a plotly Figure
     if path.suffix in ('.html', '.png'): path = path.with_suffix('')
     path.parent.mkdir(parents=True, exist_ok=True)
     html, png_path = path.with_name(path.name + '.html'), path.with_name(path.name + '.png')
-    fig.write_html(html, include_plotlyjs='cdn')
+    fig.write_html(html, include_plotlyjs='cdn', div_id=path.name)  # a fixed id: the same figure writes the same bytes
     written = [html]
     if png is None: png = os.environ.get('CAOPD_PNG', '1').strip().lower() not in ('0', 'false', 'no', 'off')
     if not png: return written

@@ -1,6 +1,8 @@
 import os, sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 # the test suite never reaches for the network: hub and downloads fail fast and clearly instead of hanging
@@ -10,3 +12,24 @@ os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
 os.environ.setdefault('CAOPD_OFFLINE', '1')
 # figures are written as HTML only: a PNG costs seconds of headless chromium and the tests read the data, not pixels
 os.environ.setdefault('CAOPD_PNG', '0')
+
+
+def _checkout_state() -> dict|None:
+    "Paths `git status` reports (changed, new) with a hash of their contents; None outside a git checkout."
+    import hashlib, subprocess
+    try: out = subprocess.run(['git', 'status', '--porcelain'], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError): return None
+    paths = [line[3:].split(' -> ')[-1].strip('"') for line in out.splitlines()]
+    return {p: hashlib.sha1((ROOT/p).read_bytes()).hexdigest() if (ROOT/p).is_file() else '' for p in paths}
+
+
+@pytest.fixture(scope='session', autouse=True)
+def checkout_left_as_found():
+    "The suite leaves the checkout as it found it (`git status` unchanged): tests write under tmp_path, never in the tree."
+    before = _checkout_state()
+    yield
+    after = _checkout_state()
+    if before is None or after is None or after == before: return
+    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
+    pytest.fail(f"the tests changed these files of the checkout: {changed}. Write under tmp_path (or make the output "
+                "deterministic), then `git checkout` them.", pytrace=False)
