@@ -13,8 +13,8 @@ from fastcore.script import call_parse, store_true
 from .confidence import parse_confidence
 from .data import environment_record, load_domain
 from .verifiers import verify
-from .metrics import (METRICS, METRIC_NAMES, calibration_report, reliability_diagram, confidence_histogram,
-                           interval_text, save_figure)
+from .metrics import METRICS, METRIC_NAMES, calibration_report, interval_text
+from .figures import confidence_histogram, reliability_diagram, save_figure
 
 # %% auto #0
 __all__ = ['OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'BACKENDS', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'DOMAINS', 'generate',

@@ -4,13 +4,13 @@
 
 # %% auto #0
 __all__ = ['ENTITY_COLUMNS', 'METRIC_TITLES', 'METHOD_NAMES', 'METHOD_COLORS', 'SETTING_COLORS', 'DOMAIN_NAMES', 'SOURCE_SYMBOLS',
-           'ACCURACY_KEYS', 'K_COLORS', 'PIPELINE_STAGES', 'TRAINABLE', 'paper_dir', 'paper_table', 'method_color',
-           'wide_table', 'entity_names', 'place_labels', 'hero_plot', 'log_metric', 'training_curves',
-           'format_adherence_curves', 'generalization_bars', 'method_bars', 'model_size', 'scaling_bubbles',
-           'k_ablation', 'confidence_distributions', 'text_excerpt', 'pipeline_figure', 'reliability_grid',
-           'markdown_table', 'save_table', 'run_name', 'tidy_runs', 'main_runs', 'format_warning', 'degenerate_note',
-           'missing_runs', 'interval_columns', 'compare_table', 'missing_run_commands', 'missing_report', 'our_runs',
-           'run_logs']
+           'ACCURACY_KEYS', 'K_COLORS', 'PIPELINE_STAGES', 'TRAINABLE', 'reliability_diagram', 'confidence_histogram',
+           'save_figure', 'figure_from_html', 'png_from_html', 'paper_dir', 'paper_table', 'method_color', 'wide_table',
+           'entity_names', 'place_labels', 'hero_plot', 'log_metric', 'training_curves', 'format_adherence_curves',
+           'generalization_bars', 'method_bars', 'model_size', 'scaling_bubbles', 'k_ablation',
+           'confidence_distributions', 'text_excerpt', 'pipeline_figure', 'reliability_grid', 'markdown_table',
+           'save_table', 'run_name', 'tidy_runs', 'main_runs', 'format_warning', 'degenerate_note', 'missing_runs',
+           'interval_columns', 'compare_table', 'missing_run_commands', 'missing_report', 'our_runs', 'run_logs']
 
 # %% ../nbs/10_figures.ipynb #c002
 import fnmatch, html, math, re, textwrap
@@ -23,7 +23,142 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .data import shipped_data_dir
-from .metrics import REPORT_KEYS, confidence_histogram, interval_text, reliability_diagram, save_figure
+from .metrics import REPORT_KEYS, confidence_counts, interval_text, reliability_bins
+
+# %% ../nbs/10_figures.ipynb #fc046
+def reliability_diagram(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing
+                        correct:Sequence, # bools or 0/1, one per response
+                        n_bins:int=10, # number of equal-width bins
+                        title:str|None=None, # figure title; default names ECE and n
+                        missing:float|str='worst', # 'worst' (1 - correct) or the number that stands for a missing confidence
+                       ) -> 'plotly.graph_objects.Figure':
+    "Reliability diagram: accuracy per confidence bin against the diagonal, with the calibration gap shaded."
+    rb = reliability_bins(confidence, correct, n_bins, missing)
+    keep = rb['count'] > 0
+    mid, width = (rb['lower'] + rb['upper'])[keep] / 2, 1 / len(rb['count'])
+    count, conf, acc = rb['count'][keep], rb['confidence'][keep], rb['accuracy'][keep]
+    n = int(rb['count'].sum())
+    ece = float((rb['count'][keep] * np.abs(acc - conf)).sum() / n) if n else math.nan
+    custom = np.stack([count, conf, acc, rb['lower'][keep], rb['upper'][keep]], axis=-1)
+    span = '[%{customdata[3]:.2f}, %{customdata[4]:.2f}): n = %{customdata[0]}<br>'
+    fig = go.Figure([
+        go.Bar(x=mid, y=acc, width=width, name='accuracy', marker_color='#4c78a8', customdata=custom,
+               hovertemplate=span + 'accuracy %{customdata[2]:.3f}<br>mean confidence %{customdata[1]:.3f}<extra></extra>'),
+        go.Bar(x=mid, y=conf - acc, base=acc, width=width, name='gap', marker_color='rgba(228,26,28,0.35)',
+               marker_line=dict(color='rgba(228,26,28,0.8)', width=1), customdata=custom,
+               hovertemplate=span + 'gap (confidence - accuracy) %{y:+.3f}<extra></extra>'),
+        go.Scatter(x=mid, y=conf, mode='markers', name='mean confidence', marker=dict(color='#e41a1c', size=7),
+                   customdata=custom, hovertemplate=span + 'mean confidence %{y:.3f}<extra></extra>'),
+        go.Scatter(x=[0, 1], y=[0, 1], mode='lines', name='perfect calibration',
+                   line=dict(color='gray', dash='dash'), hoverinfo='skip')])
+    fig.update_layout(title=title if title is not None else f'Reliability diagram (ECE = {ece:.3f}, n = {n})',
+                      barmode='overlay', bargap=0, template='plotly_white', width=560, height=520,
+                      xaxis=dict(title='confidence', range=[0, 1], dtick=1 / len(rb['count']) if len(rb['count']) <= 20 else None),
+                      yaxis=dict(title='accuracy', range=[0, 1]), legend=dict(x=0.02, y=0.98))
+    return fig
+
+# %% ../nbs/10_figures.ipynb #fc049
+def confidence_histogram(confidence:Sequence|Mapping[str, Sequence], # one series, or a dict name -> confidences
+                         n_bins:int=20, # number of equal-width bins on [0, 1]
+                         normalize:bool=True, # plot the fraction of each series per bin, not counts
+                         missing:float|None=None, # value for missing confidences; None drops them
+                         title:str|None=None, # figure title
+                        ) -> 'plotly.graph_objects.Figure':
+    "Histogram of confidences, one bar series per named input, on the metrics' bins."
+    series = dict(confidence) if isinstance(confidence, Mapping) else {'confidence': confidence}
+    fig = go.Figure()
+    for name, values in series.items():
+        h = confidence_counts(values, n_bins, missing)
+        count = h['count']
+        height = count / max(h['n_counted'], 1) if normalize else count
+        label = f"{name} (n = {h['n']}" + (f", {h['n_missing']} missing)" if h['n_missing'] else ')')
+        fig.add_trace(go.Bar(x=(h['lower'] + h['upper']) / 2, y=height, name=label,
+                             customdata=np.stack([h['lower'], h['upper'], count], axis=-1),
+                             hovertemplate=f'{name}<br>' + '[%{customdata[0]:.2f}, %{customdata[1]:.2f}): '
+                                           'n = %{customdata[2]}<br>%{y:.3f}<extra></extra>'))
+    fig.update_layout(title=title, barmode='group', bargap=0.1 if len(series) > 1 else 0.02, bargroupgap=0,
+                      template='plotly_white', width=640, height=420, xaxis=dict(title='confidence', range=[0, 1]),
+                      yaxis=dict(title='fraction of responses' if normalize else 'responses'))
+    return fig
+
+# %% ../nbs/10_figures.ipynb #fc052
+def _output_paths(path:str|Path, # output path, with or without one of `suffixes`
+                  suffixes:tuple, # the files to write, e.g. ('.html', '.png')
+                 ) -> list[Path]:
+    "`path` with each of `suffixes` (one of them already on `path` is dropped first); their folder is created."
+    path = Path(path)
+    if path.suffix in suffixes: path = path.with_suffix('')
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return [path.with_name(path.name + s) for s in suffixes]
+
+
+def save_figure(fig, # a plotly Figure
+                path:str|Path, # output path without suffix: writes path.html and path.png
+                png:bool|None=None, # also write the PNG (None: unless the environment sets CAOPD_PNG=0)
+               ) -> list:
+    "Write `fig` as HTML (plotly.js from the CDN) and as PNG when kaleido works; return the paths written."
+    import os
+    html, png_path = _output_paths(path, ('.html', '.png'))
+    fig.write_html(html, include_plotlyjs='cdn', div_id=html.stem)  # a fixed id: the same figure writes the same bytes
+    written = [html]
+    if png is None: png = os.environ.get('CAOPD_PNG', '1').strip().lower() not in ('0', 'false', 'no', 'off')
+    if not png: return written
+    try:
+        fig.write_image(png_path)
+        written.append(png_path)
+    except Exception as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
+        print(f"save_figure: wrote {html.name} only; PNG export failed ({type(e).__name__}: {msg[:200]}); "
+              "make it later with caopd.figures.png_from_html")
+    return written
+
+# %% ../nbs/10_figures.ipynb #f270960ec
+def figure_from_html(path:str|Path, # an HTML file written by plotly (`write_html`, e.g. by `save_figure`)
+                    ):
+    "The plotly Figure inside an HTML file that plotly wrote (its `Plotly.newPlot(id, data, layout)` call)."
+    import json
+    text = Path(path).read_text(encoding='utf-8')
+    i = text.rfind('Plotly.newPlot(')  # the last: an inlined plotly.js may mention it first
+    if i < 0: raise ValueError(f"{path}: no Plotly.newPlot call; it is not an HTML file written by plotly's write_html")
+    dec, i = json.JSONDecoder(), i + len('Plotly.newPlot(')
+    def value(i):
+        while i < len(text) and text[i] in ' \t\r\n,': i += 1
+        return dec.raw_decode(text, i)
+    try:
+        _, i = value(i)  # the div id
+        data, i = value(i)
+        layout, i = value(i)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: the figure in its Plotly.newPlot call is not readable JSON ({e})") from e
+    return go.Figure(data=_typed_arrays(data), layout=_typed_arrays(layout))
+
+
+def _typed_arrays(v):
+    "plotly's base64 typed arrays ({'dtype', 'bdata', 'shape'}) back to numpy arrays, everywhere in `v`."
+    import base64
+    if isinstance(v, dict) and 'bdata' in v and 'dtype' in v:
+        a = np.frombuffer(base64.b64decode(v['bdata']), dtype=np.dtype(v['dtype']))
+        shape = v.get('shape')
+        if shape: a = a.reshape([int(s) for s in str(shape).split(',')] if isinstance(shape, str) else shape)
+        return a
+    if isinstance(v, dict): return {k: _typed_arrays(x) for k, x in v.items()}
+    if isinstance(v, list): return [_typed_arrays(x) for x in v]
+    return v
+
+
+def png_from_html(paths:str|Path|list, # HTML files, or folders searched recursively for *.html
+                  force:bool=False, # also rewrite PNGs that exist
+                 ) -> list:
+    "Write `x.png` beside every plotly `x.html` that has none (e.g. made where kaleido had no Chrome); return the PNGs."
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    files = [h for p in map(Path, paths) for h in (sorted(p.rglob('*.html')) if p.is_dir() else [p])]
+    written = []
+    for html in files:
+        png = html.with_suffix('.png')
+        if png.exists() and not force: continue
+        figure_from_html(html).write_image(png)
+        written.append(png)
+    return written
 
 # %% ../nbs/10_figures.ipynb #c006
 def paper_dir() -> Path:
@@ -686,7 +821,7 @@ def reliability_grid(runs:Mapping[str, tuple], # {label: (confidences, correct)}
                      n_bins:int=10, # equal-width bins
                      title:str|None='Reliability diagrams', # figure title
                     ) -> go.Figure:
-    "Reliability diagrams of several runs side by side, built by `caopd.metrics.reliability_diagram`."
+    "Reliability diagrams of several runs side by side, built by `reliability_diagram`."
     if not isinstance(runs, Mapping) or not runs:
         raise TypeError("runs must be a non-empty dict {label: (confidences, correct)}")
     diagrams = {lab: reliability_diagram(c, y, n_bins=n_bins) for lab, (c, y) in runs.items()}
@@ -723,10 +858,7 @@ def save_table(df:pd.DataFrame, # the table
                floatfmt:str='.3f', # format of floats in the Markdown table (the CSV keeps full precision)
               ) -> list:
     "Write `df` as CSV and as a Markdown table; return the paths written."
-    path = Path(path)
-    if path.suffix in ('.csv', '.md'): path = path.with_suffix('')
-    path.parent.mkdir(parents=True, exist_ok=True)
-    csv, md = path.with_name(path.name + '.csv'), path.with_name(path.name + '.md')
+    csv, md = _output_paths(path, ('.csv', '.md'))
     df.to_csv(csv, index=False)
     md.write_text(markdown_table(df, floatfmt))
     return [csv, md]
