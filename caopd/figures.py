@@ -4,13 +4,12 @@
 
 # %% auto #0
 __all__ = ['ENTITY_COLUMNS', 'METRIC_TITLES', 'METHOD_NAMES', 'METHOD_COLORS', 'SETTING_COLORS', 'DOMAIN_NAMES', 'SOURCE_SYMBOLS',
-           'ACCURACY_KEYS', 'K_COLORS', 'PIPELINE_STAGES', 'TRAINABLE', 'reliability_diagram', 'confidence_histogram',
-           'save_figure', 'figure_from_html', 'png_from_html', 'paper_dir', 'paper_table', 'method_color', 'wide_table',
+           'ACCURACY_KEYS', 'K_COLORS', 'PIPELINE_STAGES', 'reliability_diagram', 'confidence_histogram', 'save_figure',
+           'figure_from_html', 'png_from_html', 'paper_dir', 'paper_table', 'method_color', 'wide_table',
            'entity_names', 'place_labels', 'hero_plot', 'log_metric', 'training_curves', 'format_adherence_curves',
            'generalization_bars', 'method_bars', 'model_size', 'scaling_bubbles', 'k_ablation',
            'confidence_distributions', 'text_excerpt', 'pipeline_figure', 'reliability_grid', 'markdown_table',
-           'save_table', 'run_name', 'tidy_runs', 'main_runs', 'format_warning', 'degenerate_note', 'missing_runs',
-           'interval_columns', 'compare_table', 'missing_run_commands', 'missing_report', 'our_runs', 'run_logs']
+           'save_table']
 
 # %% ../nbs/10_figures.ipynb #c002
 import fnmatch, html, math, re, textwrap
@@ -23,7 +22,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .data import shipped_data_dir
-from .metrics import REPORT_KEYS, confidence_counts, interval_text, reliability_bins
+from .metrics import confidence_counts, reliability_bins
 
 # %% ../nbs/10_figures.ipynb #fc046
 def reliability_diagram(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing
@@ -862,190 +861,3 @@ def save_table(df:pd.DataFrame, # the table
     df.to_csv(csv, index=False)
     md.write_text(markdown_table(df, floatfmt))
     return [csv, md]
-
-# %% ../nbs/10_figures.ipynb #c056
-_RUN_METRICS = REPORT_KEYS  # every key of a calibration report: metrics, the stated subset, their intervals
-
-
-def run_name(run:Mapping, # a row of `caopd.runs.runs_table` (or a run's settings.json)
-            ) -> str:
-    "A run's label in figures: model · method (scale, K, steps)."
-    get = lambda c: run[c] if c in run and run[c] is not None and not (isinstance(run[c], float) and math.isnan(run[c])) else ''
-    steps = get('max_steps')
-    detail = [str(get('scale')), f"K={get('K')}" if get('K') != '' else '', f'{steps} steps' if steps != '' else '']
-    method = get('method')
-    return f"{get('model')} · {METHOD_NAMES.get(method, method)} ({', '.join(x for x in detail if x)})"
-
-
-def tidy_runs(runs:pd.DataFrame, # `caopd.runs.runs_table(...)`: one row per run folder
-              before:bool=True, # add each run's evaluation before training as a 'base' row
-             ) -> pd.DataFrame:
-    "Runs of this machine in the long format of the paper tables (source='this machine')."
-    cols = ['source', 'name', 'model', 'domain', 'method', 'setting', 'K', 'scale', 'path', 'metric', 'value']
-    if runs is None or not len(runs): return pd.DataFrame(columns=cols)
-    out = []
-    for _, r in runs.iterrows():
-        get = lambda c, default='': r[c] if c in r.index and not (isinstance(r[c], float) and math.isnan(r[c])) else default
-        domain, scale = get('eval_domain') or get('domain'), get('scale')
-        common = dict(source='this machine', model=get('model'), domain=domain, K=get('K', np.nan), scale=scale,
-                      path=str(get('path')))
-        name = run_name(r)
-        setting = str(get('protocol')).upper()
-        for m in _RUN_METRICS + tuple(f'elicited_{m}' for m in _RUN_METRICS):   # elicited: the diagnostic (caopd.evaluate)
-            if m in r.index and pd.notna(r[m]):
-                out.append(dict(common, name=name, method=get('method'), setting=setting, metric=m, value=float(r[m])))
-            if before and f'before_{m}' in r.index and pd.notna(r[f'before_{m}']):
-                out.append(dict(common, name=f"{get('model')} · Base ({scale})" if scale else f"{get('model')} · Base",
-                                method='base', setting='', K=np.nan, path='', metric=m, value=float(r[f'before_{m}'])))
-    d = pd.DataFrame(out, columns=cols)
-    base = d['method'] == 'base'
-    return pd.concat([d[~base], d[base].drop_duplicates(['model', 'domain', 'scale', 'metric'])], ignore_index=True)
-
-
-def main_runs(ours:pd.DataFrame, # `tidy_runs(...)` / `our_runs(...)`
-             ) -> pd.DataFrame:
-    "Our runs without ablations: per model, only the runs with its most common K (base rows kept)."
-    if ours is None or not len(ours) or 'K' not in ours.columns: return ours
-    trained = ours[ours['method'] != 'base']
-    common = trained.groupby('model')['K'].agg(lambda k: k.mode().iloc[0] if k.notna().any() else np.nan)
-    k = ours['model'].map(common)
-    return ours[(ours['method'] == 'base') | ours['K'].isna() | k.isna() | (ours['K'] == k)]
-
-
-def format_warning(ours:pd.DataFrame, # our runs, long format
-                   threshold:float=0.5, # format adherence below which a run is flagged
-                  ) -> str:
-    "A note naming our runs whose model rarely states a confidence ('' if none): their calibration numbers are degenerate."
-    if ours is None or not len(ours): return ''
-    fa = ours[(ours['metric'] == 'format_adherence') & (ours['value'] < threshold)]
-    if not len(fa): return ''
-    names = [f"{n} [{d}, {s or 'base'}]: {v:.0%}" for n, d, s, v in fa[['name', 'domain', 'setting', 'value']].itertuples(index=False)]
-    return (f"Note: {len(fa)} of our evaluations have a format adherence below {threshold:.0%}: their all-sample "
-            "calibration numbers mostly score missing confidences (as the worst case, caopd.metrics) and their "
-            "stated-subset numbers rest on few samples; read them with their intervals:\n  " + '\n  '.join(names))
-
-
-def degenerate_note(ours:pd.DataFrame, # our runs, long format
-                    threshold:float=0.5, # format adherence below which a run is flagged
-                   ) -> str|None:
-    "The one-line caveat of a figure that shows runs flagged by `format_warning` (None when there are none)."
-    if not format_warning(ours, threshold): return None
-    return (f'Runs of this machine: the model rarely states a confidence (format adherence < {threshold:.0%}); their '
-            'calibration numbers mostly score missing confidences, not stated ones.')
-
-
-def missing_runs(paper:pd.DataFrame, # a paper table (long format)
-                 ours:pd.DataFrame, # `tidy_runs(...)` of this machine
-                 keys:Sequence=('domain', 'method', 'setting'), # what a run must match (any model)
-                ) -> pd.DataFrame:
-    "The paper's configurations (unique `keys`) that none of our runs covers."
-    keys = [k for k in keys if k in paper.columns]
-    want = paper[keys].fillna('').astype(str).drop_duplicates()
-    if ours is None or not len(ours): return want.reset_index(drop=True)
-    have = set(map(tuple, ours.reindex(columns=keys).fillna('').astype(str).itertuples(index=False)))
-    return want[[tuple(r) not in have for r in want.itertuples(index=False)]].reset_index(drop=True)
-
-
-def interval_columns(w:pd.DataFrame, # a wide table that may hold `{m}_lo` and `{m}_hi` columns
-                     metrics:Sequence, # the metrics shown, in order
-                    ) -> pd.DataFrame:
-    "Each metric's bootstrap interval as a text column `{m} 95% CI` right after it; the `_lo`/`_hi` columns dropped."
-    w = w.copy()
-    for m in metrics:
-        lo, hi = f'{m}_lo', f'{m}_hi'
-        if lo in w.columns and hi in w.columns and w[[lo, hi]].notna().any().any():
-            w.insert(w.columns.get_loc(m) + 1, f'{m} 95% CI', [interval_text(a, b) for a, b in zip(w[lo], w[hi])])
-    return w.drop(columns=[c for c in w.columns if c.endswith(('_lo', '_hi'))])
-
-
-def compare_table(paper:pd.DataFrame, # a paper table (long format)
-                  ours:pd.DataFrame, # our runs (long format), already matched to the paper's settings
-                  metrics:Sequence, # metric columns, in order
-                  by:Sequence=('domain', 'method', 'setting'), # sort keys: the paper's order of appearance
-                 ) -> pd.DataFrame:
-    "The paper's rows and ours side by side (wide), paper first; our rows carry each metric's 95% interval."
-    both = pd.concat([paper, ours], ignore_index=True) if ours is not None and len(ours) else paper
-    bounds = [f'{m}_{e}' for m in metrics for e in ('lo', 'hi')]
-    w = wide_table(both, list(metrics) + bounds)
-    keys = [k for k in by if k in w.columns]
-    rank = {k: {v: i for i, v in enumerate(dict.fromkeys(w[k]))} for k in keys}
-    w['_src'] = (w['source'] != 'paper').astype(int) if 'source' in w.columns else 0
-    w = w.sort_values(keys + ['_src'], key=lambda c: c.map(rank[c.name]) if c.name in rank else c, kind='stable')
-    return interval_columns(w.drop(columns='_src').reset_index(drop=True), metrics)
-
-# %% ../nbs/10_figures.ipynb #c060
-TRAINABLE = ('sdft', 'sdpo', 'caopd-sdft', 'caopd-sdpo', 'grpo', 'rlcr', 'caopd-sdft-tasc')
-_ID_SETTINGS = ('', 'ID', 'Objective Verifier', 'Ours')
-
-
-def missing_run_commands(missing:pd.DataFrame, # rows with domain (the test domain), method and setting
-                         root:str='runs/reproduce', # folder the new run folders go in
-                         notebook:str='nbs/train.ipynb', # the training notebook
-                         **params, # more notebook parameters for every run, e.g. model='Qwen3-8B', preset='paper'
-                        ) -> list:
-    "papermill commands (and '# ...' notes) that make the runs behind the rows of `missing`."
-    from caopd.runs import papermill_command
-    other = {'chemistry': 'tooluse', 'tooluse': 'chemistry'}
-    out = []
-    for r in missing.to_dict('records'):
-        d, m, s = r.get('domain', ''), r.get('method', ''), str(r.get('setting', '') or '')
-        if m == 'base': continue
-        if (m, s) == ('caopd-sdft', 'TA-SC'): m, s = 'caopd-sdft-tasc', ''  # Table 4: CaOPD with the TA-SC target
-        if m not in TRAINABLE or s not in (*_ID_SETTINGS, 'OOD', 'CT') or d not in other:
-            out.append(f"# {m} ({s or 'ID'}) on {d or '?'}: no training run of caopd makes this (methods: "
-                       f"{', '.join(TRAINABLE)}; settings: ID, OOD, CT)"); continue
-        pre = f"{root}/{re.sub(r'[^a-z0-9.]+', '-', str(params['model']).lower())}-" if params.get('model') else f'{root}/'
-        ood = dict(out=f'{pre}ood-{other[d]}-to-{d}-{m}', domain=other[d], eval_domain=d, method=m)
-        if s in _ID_SETTINGS: runs = [dict(out=f'{pre}{d}-{m}', domain=d, method=m)]
-        elif s == 'OOD': runs = [ood]
-        else: runs = [ood, dict(out=f'{pre}ct-{other[d]}-{d}-{m}', domain=d, method=m, init_from=ood['out'])]
-        for run in runs: out.append(papermill_command(notebook, **run, **params))
-    return list(dict.fromkeys(out))
-
-# %% ../nbs/10_figures.ipynb #c062
-def missing_report(missing:pd.DataFrame, # `missing_runs(...)`
-                   root:str='runs', # folder the new run folders go in
-                   **params, # more notebook parameters for every run (see `missing_run_commands`)
-                  ) -> str:
-    "What the reproduce notebooks print: the paper's configurations without a run here and the commands that make them."
-    if not len(missing): return 'Every configuration of this table has a run on this machine.'
-    rows = ['  ' + ', '.join(f'{k}={v or "-"}' for k, v in r.items())
-            + (' (no run of its own: every run evaluates its starting model first)' if r.get('method') == 'base' else '')
-            for r in missing.to_dict('records')]
-    return '\n'.join([f'{len(missing)} configuration(s) of the paper have no run on this machine (any model):', *rows,
-                      'Make them with:', *missing_run_commands(missing, root, **params),
-                      'or run a whole grid: python -m caopd.runs nbs/grids/cpu.yaml (CPU) or nbs/grids/paper.yaml (GPU)'])
-
-# %% ../nbs/10_figures.ipynb #c065
-def _run_dirs(runs_dir) -> list:
-    dirs = runs_dir.split(',') if isinstance(runs_dir, str) else [runs_dir] if isinstance(runs_dir, Path) else list(runs_dir)
-    return [Path(str(d).strip()) for d in dirs if str(d).strip()]
-
-
-def _runs(runs_dir) -> pd.DataFrame:
-    from caopd.runs import runs_table
-    tables = [runs_table(d) for d in _run_dirs(runs_dir) if d.is_dir()]
-    tables = [t for t in tables if len(t)]
-    return pd.concat(tables, ignore_index=True).drop_duplicates('path') if tables else pd.DataFrame()
-
-
-def our_runs(runs_dir:str|Path|Sequence='runs', # folder(s) searched for run folders: a list or comma-separated names
-             before:bool=True, # add each run's evaluation before training as a 'base' row
-            ) -> pd.DataFrame:
-    "This machine's finished runs in the long format (`tidy_runs` of `caopd.runs.runs_table`)."
-    return tidy_runs(_runs(runs_dir), before)
-
-
-def run_logs(runs_dir:str|Path|Sequence='runs', # folder(s) searched for run folders
-             **match, # settings a run must have, e.g. method='caopd-sdpo', domain='chemistry' (a list: any of them)
-            ) -> dict:
-    "{run name: TRL log_history} of the finished runs whose settings match."
-    from caopd.runs import load_run
-    t, out = _runs(runs_dir), {}
-    for _, r in t.iterrows():
-        ok = all((r.get(k) in v) if isinstance(v, (list, tuple, set)) else r.get(k) == v for k, v in match.items())
-        if not ok: continue
-        name = run_name(r)
-        if name in out: name = f"{name} [{Path(r['path']).name}]"
-        out[name] = load_run(r['path'])['log']
-    return out
