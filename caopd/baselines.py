@@ -13,27 +13,21 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from .confidence import parse_confidence
-from .data import load_domain
+from .data import check_domain, load_domain
 from .models import EMBEDDED_MODEL, chat_template_kwargs, embedded_model_path, load_tokenizer, resolve_model_name
 from .models import model_path as models_model_path
 from .verifiers import completion_text, domain_reward, verify
 
 # %% auto #0
-__all__ = ['DOMAINS', 'RLCR_FORMATS', 'RLCR_REWARD_WEIGHTS', 'METHODS', 'grpo_reward_funcs', 'rlcr_confidence', 'brier_reward',
+__all__ = ['RLCR_FORMATS', 'RLCR_REWARD_WEIGHTS', 'METHODS', 'grpo_reward_funcs', 'rlcr_confidence', 'brier_reward',
            'rlcr_format_reward', 'rlcr_accuracy_reward', 'rlcr_brier_reward', 'rlcr_reward_funcs', 'BaselineGRPOConfig',
            'RLCRConfig', 'MethodSpec', 'method_spec', 'model_path', 'device_defaults', 'method_config', 'build_trainer']
 
 # %% ../nbs/08_baselines.ipynb #c006
-DOMAINS = ('chemistry', 'tooluse')
-
-def _check_domain(domain):
-    if domain not in DOMAINS:
-        raise ValueError(f"unknown domain {domain!r}: use 'chemistry' (SciKnowEval Chemistry L3) or 'tooluse' (ToolAlpaca)")
-
 def grpo_reward_funcs(domain:str, # 'chemistry' or 'tooluse'
                      ) -> list[Callable]:
     "GRPO's rewards: the task verifier R(x, a) alone."
-    _check_domain(domain)
+    check_domain(domain)
     return [domain_reward(domain)]
 
 # %% ../nbs/08_baselines.ipynb #c008
@@ -47,7 +41,7 @@ def rlcr_confidence(completion:str, # the completion's text
                     domain:str, # 'chemistry' or 'tooluse': which template the format check follows
                    ) -> float|None:
     "The confidence q of a completion that passes RLCR's format check (adapted to our templates), else None."
-    _check_domain(domain)
+    check_domain(domain)
     m = RLCR_FORMATS[domain].match(completion) if isinstance(completion, str) else None
     return None if m is None else parse_confidence(m['segment'])
 
@@ -74,17 +68,22 @@ def rlcr_format_reward(completions:list, # completions, strings or lists of mess
     return [float(rlcr_confidence(completion_text(c), d) is not None)
             for c, d in zip(completions, _domains(domain, len(completions)))]
 
+def _rlcr_graded(completions, answer, domain) -> list[tuple]:
+    "(q, right) per completion: its stated confidence (None when the format is broken), and R(x, a) when well formatted."
+    out = []
+    for c, a, d in zip(completions, answer, _domains(domain, len(completions)), strict=True):
+        text = completion_text(c)
+        q = rlcr_confidence(text, d)
+        out.append((q, q is not None and verify(d, text, a)))
+    return out
+
 def rlcr_accuracy_reward(completions:list, # completions, strings or lists of messages
                          answer:list, # the dataset's `answer` column
                          domain:str|list[str], # the domain, or the dataset's `domain` column
                          **kwargs, # the other columns TRL passes (ignored)
                         ) -> list[float]:
     "RLCR's accuracy reward: R(x, a) for well-formatted completions, 0.0 for the others."
-    out = []
-    for c, a, d in zip(completions, answer, _domains(domain, len(completions)), strict=True):
-        text = completion_text(c)
-        out.append(float(rlcr_confidence(text, d) is not None and verify(d, text, a)))
-    return out
+    return [float(right) for _, right in _rlcr_graded(completions, answer, domain)]
 
 def rlcr_brier_reward(completions:list, # completions, strings or lists of messages
                       answer:list, # the dataset's `answer` column
@@ -92,19 +91,14 @@ def rlcr_brier_reward(completions:list, # completions, strings or lists of messa
                       **kwargs, # the other columns TRL passes (ignored)
                      ) -> list[float]:
     "RLCR's Brier reward: 1 - (R(x, a) - q)^2 for well-formatted completions, 0.0 for the others."
-    out = []
-    for c, a, d in zip(completions, answer, _domains(domain, len(completions)), strict=True):
-        text = completion_text(c)
-        q = rlcr_confidence(text, d)
-        out.append(brier_reward(q is not None and verify(d, text, a), q))
-    return out
+    return [brier_reward(right, q) for q, right in _rlcr_graded(completions, answer, domain)]
 
 RLCR_REWARD_WEIGHTS = (0.5, 0.5, 0.5)  # format, accuracy, brier: RLCR.yaml
 
 def rlcr_reward_funcs(domain:str, # 'chemistry' or 'tooluse'
                      ) -> list[Callable]:
     "RLCR's rewards [format, accuracy, brier] for a domain, weighted by `RLCR_REWARD_WEIGHTS`."
-    _check_domain(domain)
+    check_domain(domain)
     return [functools.partial(f, domain=domain) for f in (rlcr_format_reward, rlcr_accuracy_reward, rlcr_brier_reward)]
 
 # %% ../nbs/08_baselines.ipynb #c027
@@ -224,7 +218,7 @@ def build_trainer(method:str, # a name in `METHODS`: 'sdft', 'caopd-sdft', 'caop
                  ):
     "A ready-to-train TRL trainer of `method` on `domain` for `model`."
     spec = method_spec(method)
-    _check_domain(domain)
+    check_domain(domain)
     path = model_path(model)
     tokenizer = load_tokenizer(path)
     config_overrides.setdefault('chat_template_kwargs', chat_template_kwargs(model, tokenizer))

@@ -9,17 +9,28 @@ from pathlib import Path
 import caopd
 
 # %% auto #0
-__all__ = ['CONFIDENCE_INSTRUCTION', 'TOOLUSE_CONFIDENCE_INSTRUCTION', 'CHEMISTRY_TEMPLATE', 'TOOLUSE_TEMPLATE',
+__all__ = ['DOMAINS', 'CONFIDENCE_INSTRUCTION', 'TOOLUSE_CONFIDENCE_INSTRUCTION', 'CHEMISTRY_TEMPLATE', 'TOOLUSE_TEMPLATE',
            'DEMONSTRATION_CONFIDENCE', 'SDFT_TEACHER_TEMPLATE', 'SDPO_SOLUTION_TEMPLATE', 'SDPO_REPROMPT_TEMPLATE',
            'DATA_ENV', 'OFFLINE_ENVS', 'SCIKNOWEVAL_COMMIT', 'SCIKNOWEVAL_URL', 'SCIKNOWEVAL_FILES',
            'TOOLALPACA_COMMIT', 'TOOLALPACA_URL', 'CHEMISTRY_FILE', 'TOOLALPACA_FILES', 'CHEMISTRY_TASK_ORDER',
-           'DATA_SHA256', 'SPLIT_FRACTIONS', 'KEY_PACKAGES', 'chemistry_options', 'chemistry_prompt', 'tooluse_prompt',
-           'chemistry_demonstration', 'tooluse_demonstration', 'sdft_teacher_prompt', 'sdpo_teacher_prompt',
-           'DataNotFoundError', 'DataFormatError', 'repo_root', 'cache_dir', 'offline', 'data_candidates', 'data_dir',
-           'resolve_data_file', 'DataChecksumError', 'sha256_file', 'mask_credentials', 'fetch_url', 'download_data',
-           'check_chemistry_record', 'read_chemistry', 'check_toolalpaca_api', 'read_toolalpaca',
-           'read_toolalpaca_train', 'stratified_splits', 'chemistry_row', 'load_chemistry', 'toolalpaca_rows',
-           'load_toolalpaca', 'load_domain', 'shipped_data_dir', 'fixtures_dir', 'git_commit', 'environment_record']
+           'DATA_SHA256', 'SPLIT_FRACTIONS', 'KEY_PACKAGES', 'check_domain', 'chemistry_options', 'chemistry_prompt',
+           'tooluse_prompt', 'chemistry_demonstration', 'tooluse_demonstration', 'sdft_teacher_prompt',
+           'sdpo_teacher_prompt', 'DataNotFoundError', 'DataFormatError', 'repo_root', 'cache_dir', 'offline',
+           'data_candidates', 'data_dir', 'resolve_data_file', 'DataChecksumError', 'sha256_file', 'mask_credentials',
+           'fetch_url', 'download_data', 'check_chemistry_record', 'read_chemistry', 'check_toolalpaca_api',
+           'read_toolalpaca', 'read_toolalpaca_train', 'stratified_splits', 'chemistry_row', 'load_chemistry',
+           'toolalpaca_rows', 'load_toolalpaca', 'load_domain', 'shipped_data_dir', 'fixtures_dir', 'git_commit',
+           'environment_record']
+
+# %% ../nbs/01_data.ipynb #c004a
+DOMAINS = ('chemistry', 'tooluse')  # Science Q&A (SciKnowEval Chemistry L3) and Tool Use (ToolAlpaca)
+
+def check_domain(domain:str, # a domain name
+                ) -> str:
+    "`domain` when it is one of the paper's `DOMAINS`; a clear error naming them otherwise."
+    if domain not in DOMAINS:
+        raise ValueError(f"unknown domain {domain!r}: use 'chemistry' (SciKnowEval Chemistry L3) or 'tooluse' (ToolAlpaca)")
+    return domain
 
 # %% ../nbs/01_data.ipynb #c006
 CONFIDENCE_INSTRUCTION = ("Confidence: your confidence level (0.0-1.0) regarding your answer, "
@@ -290,7 +301,7 @@ def download_data(domain:str, # 'chemistry' or 'tooluse'
             apis = json.loads(fetch_url(url))
             _put(dest, TOOLALPACA_FILES[k], json.dumps([mask_credentials(a) for a in apis], ensure_ascii=False, indent=4),
                  verify, url)
-    else: raise ValueError(f"unknown domain {domain!r}: use 'chemistry' or 'tooluse'")
+    else: check_domain(domain)
     return dest
 
 # %% ../nbs/01_data.ipynb #c041
@@ -478,9 +489,7 @@ def load_domain(domain:str, # 'chemistry' (SciKnowEval Chemistry L3) or 'tooluse
                 **kwargs, # passed to `load_chemistry` / `load_toolalpaca` (data_dir, seed for chemistry)
                ):
     "The rows of one domain's split."
-    if domain == 'chemistry': return load_chemistry(split, **kwargs)
-    if domain == 'tooluse': return load_toolalpaca(split, **kwargs)
-    raise ValueError(f"unknown domain {domain!r}: use 'chemistry' (SciKnowEval Chemistry L3) or 'tooluse' (ToolAlpaca)")
+    return {'chemistry': load_chemistry, 'tooluse': load_toolalpaca}[check_domain(domain)](split, **kwargs)
 
 # %% ../nbs/01_data.ipynb #c056
 def shipped_data_dir(name:str, # a folder of the repository's `data/`: 'fixtures', 'paper' or 'recipes'

@@ -11,14 +11,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from fastcore.script import call_parse, store_true
 from .confidence import parse_confidence
-from .data import environment_record, load_domain
+from .data import DOMAINS, check_domain, environment_record, load_domain
 from .verifiers import verify
 from .metrics import METRICS, METRIC_NAMES, calibration_report, interval_text
 from .figures import confidence_histogram, reliability_diagram, save_figure
 
 # %% auto #0
-__all__ = ['OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'BACKENDS', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'DOMAINS', 'generate',
-           'generate_vllm', 'openai_client', 'generate_openai', 'ScriptedAPI', 'resolve_backend', 'score_completion',
+__all__ = ['OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'BACKENDS', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'generate', 'generate_vllm',
+           'openai_client', 'generate_openai', 'ScriptedAPI', 'resolve_backend', 'score_completion',
            'score_completions', 'write_jsonl', 'append_jsonl', 'read_jsonl', 'report_markdown', 'RunMismatchError',
            'prompts_sha256', 'kept_records', 'open_run', 'evaluate', 'write_run', 'confidence_probe',
            'elicit_confidence', 'other_domain', 'protocol', 'main']
@@ -560,13 +560,10 @@ def elicit_confidence(model, # a transformers causal LM
     return out
 
 # %% ../nbs/09_evaluate.ipynb #c045
-DOMAINS = ('chemistry', 'tooluse')  # the paper's domains: Science Q&A (SciKnowEval Chemistry L3) and Tool Use (ToolAlpaca)
-
 def other_domain(domain:str,  # 'chemistry' or 'tooluse'
                 ) -> str:
     "The paper's other domain: the OOD test domain of a model trained on `domain`."
-    if domain not in DOMAINS: raise ValueError(f"domain={domain!r}: use one of {', '.join(map(repr, DOMAINS))}")
-    return DOMAINS[1 - DOMAINS.index(domain)]
+    return DOMAINS[1 - DOMAINS.index(check_domain(domain))]
 
 def protocol(train_domains,  # the domains trained on, in order (a list, one domain, or 'tooluse>chemistry')
              eval_domain:str,  # the test domain
@@ -575,9 +572,8 @@ def protocol(train_domains,  # the domains trained on, in order (a list, one dom
     seq = train_domains.split('>') if isinstance(train_domains, str) else list(train_domains)
     seq = [d.strip() for d in seq]
     for d in seq + [eval_domain]:
-        if d not in DOMAINS:
-            raise ValueError(f"train_domains={train_domains!r}, eval_domain={eval_domain!r}: unknown domain {d!r} "
-                             f"(use {', '.join(map(repr, DOMAINS))})")
+        try: check_domain(d)
+        except ValueError as e: raise ValueError(f"train_domains={train_domains!r}, eval_domain={eval_domain!r}: {e}") from None
     if seq and set(seq) == {eval_domain}: return 'id'
     if seq and eval_domain not in seq: return 'ood'
     if len(set(seq)) > 1 and seq[-1] == eval_domain: return 'ct'

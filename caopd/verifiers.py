@@ -6,6 +6,8 @@
 from __future__ import annotations
 import json, re
 
+from .data import check_domain
+
 # %% auto #0
 __all__ = ['ANY', 'UNKNOWN', 'MALFORMED', 'VERIFIERS', 'extract_answer', 'answer_letter', 'verify_mcq', 'parse_tool_call',
            'read_action_input', 'same_input', 'compact_json_text', 'same_text', 'golden_steps', 'verify_tool_call',
@@ -184,8 +186,7 @@ def verify(domain:str, # 'chemistry' or 'tooluse'
            answer, # the row's `answer` (gold letter, or golden steps)
           ) -> bool:
     "R(x, a) for the given domain."
-    if domain not in VERIFIERS: raise ValueError(f"unknown domain {domain!r}: use 'chemistry' or 'tooluse'")
-    return VERIFIERS[domain](completion, answer)
+    return VERIFIERS[check_domain(domain)](completion, answer)
 
 def completion_text(completion, # a string, or a conversational completion (list of messages)
                    ) -> str:
@@ -228,9 +229,7 @@ def verifier_reward(completions:list, # completions, strings or lists of message
 def domain_reward(domain:str, # 'chemistry' or 'tooluse'
                  ):
     "The TRL reward function of a domain."
-    rewards = {'chemistry': mcq_reward, 'tooluse': tool_call_reward}
-    if domain not in rewards: raise ValueError(f"unknown domain {domain!r}: use 'chemistry' or 'tooluse'")
-    return rewards[domain]
+    return {'chemistry': mcq_reward, 'tooluse': tool_call_reward}[check_domain(domain)]
 
 # %% ../nbs/02_verifiers.ipynb #0be9d16a
 def mcq_reference(completion, # a reference completion (string or list of messages)
