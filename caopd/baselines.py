@@ -14,14 +14,13 @@ from trl import GRPOConfig, GRPOTrainer
 
 from .confidence import parse_confidence
 from .data import check_domain, load_domain
-from .models import EMBEDDED_MODEL, chat_template_kwargs, embedded_model_path, load_tokenizer, resolve_model_name
-from .models import model_path as models_model_path
+from .models import chat_template_kwargs, load_tokenizer, model_path
 from .verifiers import completion_text, domain_reward, verify
 
 # %% auto #0
 __all__ = ['RLCR_FORMATS', 'RLCR_REWARD_WEIGHTS', 'METHODS', 'grpo_reward_funcs', 'rlcr_confidence', 'brier_reward',
            'rlcr_format_reward', 'rlcr_accuracy_reward', 'rlcr_brier_reward', 'rlcr_reward_funcs', 'BaselineGRPOConfig',
-           'RLCRConfig', 'MethodSpec', 'method_spec', 'model_path', 'device_defaults', 'method_config', 'build_trainer']
+           'RLCRConfig', 'MethodSpec', 'method_spec', 'device_defaults', 'method_config', 'build_trainer']
 
 # %% ../nbs/08_baselines.ipynb #c006
 def grpo_reward_funcs(domain:str, # 'chemistry' or 'tooluse'
@@ -169,14 +168,6 @@ def method_spec(method:str, # a name in `METHODS`
     return METHODS[method]
 
 # %% ../nbs/08_baselines.ipynb #c031
-def model_path(model:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging Face id or local folder
-              ) -> str:
-    "What TRL's trainers load `model` from: a folder or a Hugging Face id (the embedded model converted once)."
-    if not isinstance(model, (str, os.PathLike)):
-        raise TypeError(f"model must be a name or a folder, got {type(model).__name__}: TRL's SDFT/SDPO rebuild their "
-                        f"teacher from the model's path, so save an in-memory model first (e.g. tiny_model(save_to=folder))")
-    return models_model_path(model)
-
 def device_defaults() -> dict:
     "Config values for this machine: CPU training in float32 when no GPU is visible, TRL's defaults otherwise."
     return {} if torch.cuda.is_available() else dict(use_cpu=True, bf16=False)

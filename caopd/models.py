@@ -224,8 +224,12 @@ def _as_dtype(dtype):
     return d
 
 
-def model_path(name) -> str:
+def model_path(name:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging Face id or local folder
+              ) -> str:
     "Where `from_pretrained` finds model `name`: the converted embedded checkpoint or the resolved id/path."
+    if not isinstance(name, (str, os.PathLike)):
+        raise TypeError(f"model must be a name or a folder, got {type(name).__name__}: save an in-memory model first "
+                        "(TRL's SDFT/SDPO rebuild their teacher from the model's path), e.g. tiny_model(save_to=folder)")
     model_id = resolve_model_name(name)
     return str(embedded_model_path()) if model_id == EMBEDDED_MODEL else model_id
 

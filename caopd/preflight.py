@@ -98,10 +98,8 @@ def spec_from_config(config, # a transformers `PretrainedConfig` (or anything wi
 def model_spec(name:str|os.PathLike, # paper alias (Qwen3-8B, ...), `EMBEDDED_MODEL`, Hugging Face id or local folder
               ) -> ModelSpec:
     "The sizes of model `name`: its config.json when it is on disk (folder, HF cache, embedded model), else the table."
-    from caopd.models import EMBEDDED_MODEL, embedded_model_path, resolve_model_name
-    model_id = resolve_model_name(name)
-    if model_id == EMBEDDED_MODEL: where = str(embedded_model_path())
-    else: where = model_id
+    from caopd.models import model_path, resolve_model_name
+    model_id, where = resolve_model_name(name), model_path(name)
     try:
         from transformers import AutoConfig
         config = AutoConfig.from_pretrained(where, local_files_only=True)
