@@ -13,8 +13,8 @@ from .runs import RunFolder, is_run
 # %% auto #0
 __all__ = ['PRESETS', 'PAPER_NODE_GPUS', 'OFF', 'RunArguments', 'resolve_settings', 'select_prompts', 'warmup_stage',
            'trainer_config', 'lora_config', 'method_args', 'RunFolderLog', 'plan_node', 'run_memory_plan',
-           'save_trained', 'train', 'cli_args', 'recipe_path', 'launch_command', 'server_command', 'dry_run',
-           'grid_plans', 'plans_markdown', 'parse_args', 'main']
+           'save_trained', 'train', 'cli_args', 'recipe_path', 'launch_command', 'server_command', 'run_logged',
+           'dry_run', 'grid_plans', 'plans_markdown', 'parse_args', 'main']
 
 # %% ../nbs/13_train.ipynb #c006
 PRESETS = {
@@ -348,6 +348,23 @@ def server_command(settings:dict) -> list[str] | None:
     if not (settings['use_vllm'] and settings['vllm_mode'] == 'server'): return None
     return ['trl', 'vllm-serve', '--model', settings['start'], '--max_model_len',
             str(settings['max_completion_length'] + 2048)]  # 2048: Table 6's maximum prompt length
+
+# %% ../nbs/13_train.ipynb #c029b
+_QUIET = ('Writing model shards', 'warnings.warn')  # lines kept in the log but not echoed
+
+def run_logged(cmd:list[str], # the command, e.g. `launch_command(run)`
+               log_path:str|Path, # where its output goes (overwritten)
+               echo:bool=True, # also print each line here
+              ) -> int:
+    "Run `cmd`, its stdout and stderr written to `log_path` as they come (unbuffered) and echoed; its exit code."
+    import subprocess
+    env = dict(os.environ, PYTHONUNBUFFERED='1')  # inherited by torchrun's and accelerate's workers
+    with open(log_path, 'w', buffering=1) as log:
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env)
+        for line in child.stdout:
+            log.write(line)
+            if echo and not line.lstrip().startswith(_QUIET): print(line, end='', flush=True)
+    return child.wait()
 
 # %% ../nbs/13_train.ipynb #c031
 def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dict:
