@@ -24,6 +24,26 @@ __all__ = ['OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'BACKENDS', 'EVAL_SETTINGS_FIL
            'elicit_confidence', 'other_domain', 'protocol', 'main']
 
 # %% ../nbs/09_evaluate.ipynb #c006
+def _generate_batches(model, tokenizer, # a transformers causal LM and its tokenizer
+                      keys:list, # one key per input, handed back with its completion
+                      inputs:list[str], # full texts to continue (chat template applied), longest first for tight batches
+                      batch_size:int, # sequences per `generate` call
+                      done, # called as done(keys of a batch, their decoded continuations) after each batch
+                      **generate_kwargs, # `model.generate` arguments (max_new_tokens, sampling)
+                     ):
+    "Continue `inputs` in left-padded batches; the tokenizer's padding side is restored afterwards."
+    import torch
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    side, tokenizer.padding_side = tokenizer.padding_side, 'left'
+    try:
+        for b in range(0, len(inputs), batch_size):
+            enc = tokenizer(inputs[b:b + batch_size], return_tensors='pt', padding=True, add_special_tokens=False)
+            enc = enc.to(model.device)
+            with torch.inference_mode():
+                ids = model.generate(**enc, pad_token_id=pad_id, **generate_kwargs)
+            done(keys[b:b + batch_size], tokenizer.batch_decode(ids[:, enc['input_ids'].shape[1]:], skip_special_tokens=True))
+    finally: tokenizer.padding_side = side
+
 def generate(model,  # a transformers causal LM
              tokenizer,  # its tokenizer, with a chat template
              prompts:list,  # chat-message lists, one per prompt
@@ -51,23 +71,15 @@ def generate(model,  # a transformers causal LM
     jobs = sorted(jobs, key=lambda o: -len(texts[o[0]]))
     out = [[None] * n for _ in texts]
     sampling = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    side, tokenizer.padding_side = tokenizer.padding_side, 'left'
     torch.manual_seed(seed)
-    try:
-        bar = tqdm(total=len(jobs), desc='generate', unit='sample', disable=not progress)
-        for b in range(0, len(jobs), batch_size):
-            batch = jobs[b:b + batch_size]
-            enc = tokenizer([texts[i] for i, _ in batch], return_tensors='pt', padding=True, add_special_tokens=False)
-            enc = enc.to(model.device)
-            with torch.inference_mode():
-                ids = model.generate(**enc, max_new_tokens=max_new_tokens, pad_token_id=pad_id, **sampling)
-            for (i, j), row in zip(batch, ids[:, enc['input_ids'].shape[1]:]):
-                out[i][j] = tokenizer.decode(row, skip_special_tokens=True)
-            if on_batch is not None: on_batch([(i, j, out[i][j]) for i, j in batch])
-            bar.update(len(batch))
-        bar.close()
-    finally: tokenizer.padding_side = side
+    bar = tqdm(total=len(jobs), desc='generate', unit='sample', disable=not progress)
+    def done(batch, completions):
+        for (i, j), c in zip(batch, completions): out[i][j] = c
+        if on_batch is not None: on_batch([(i, j, out[i][j]) for i, j in batch])
+        bar.update(len(batch))
+    _generate_batches(model, tokenizer, jobs, [texts[i] for i, _ in jobs], batch_size, done,
+                      max_new_tokens=max_new_tokens, **sampling)
+    bar.close()
     return out
 
 # %% ../nbs/09_evaluate.ipynb #c008
@@ -537,26 +549,17 @@ def elicit_confidence(model, # a transformers causal LM
                       batch_size:int=16, # sequences per forward batch
                      ) -> list[float|None]:
     "The confidence `model` states when its completion is followed by a `Confidence:` label (greedy); None if unparsable."
-    import torch
     if len(prompts) != len(completions):
         raise ValueError(f"got {len(prompts)} prompts and {len(completions)} completions: pass one prompt per completion")
     heads = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True, **(chat_template_kwargs or {}))
              for p in prompts]
     probes = [confidence_probe(c) for c in completions]
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     out = [None] * len(probes)
     order = sorted(range(len(probes)), key=lambda i: -len(heads[i]) - len(probes[i]))
-    side, tokenizer.padding_side = tokenizer.padding_side, 'left'
-    try:
-        for b in range(0, len(order), batch_size):
-            idx = order[b:b + batch_size]
-            enc = tokenizer([heads[i] + probes[i] for i in idx], return_tensors='pt', padding=True,
-                            add_special_tokens=False).to(model.device)
-            with torch.inference_mode():
-                ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=pad_id)
-            for i, row in zip(idx, ids[:, enc['input_ids'].shape[1]:]):
-                out[i] = parse_confidence(probes[i] + tokenizer.decode(row, skip_special_tokens=True))
-    finally: tokenizer.padding_side = side
+    def done(idx, continuations):
+        for i, c in zip(idx, continuations): out[i] = parse_confidence(probes[i] + c)
+    _generate_batches(model, tokenizer, order, [heads[i] + probes[i] for i in order], batch_size, done,
+                      max_new_tokens=max_new_tokens, do_sample=False)
     return out
 
 # %% ../nbs/09_evaluate.ipynb #c045
