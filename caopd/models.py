@@ -273,6 +273,7 @@ def tiny_model(
     save_to: str | os.PathLike | None = None,  # folder to save model and tokenizer into (TRL trainers need a path)
     hidden_size: int = 16,  # width; the embedding holds vocab_size * hidden_size of the parameters
     num_hidden_layers: int = 2,  # number of decoder layers
+    weight_std: float | None = None,  # draw every weight matrix from N(0, weight_std^2); None keeps transformers' init
 ) -> tuple:
     "`(model, tokenizer)`: a randomly initialised tiny Llama with the embedded model's real tokenizer."
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -285,6 +286,11 @@ def tiny_model(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
+    if weight_std is not None:  # transformers' init (std 0.02) leaves logits nearly flat whatever the context
+        g = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.dim() > 1: p.copy_(torch.randn(p.shape, generator=g) * weight_std)
     _sync_special_ids(model, tok)
     model.generation_config.eos_token_id = tok.eos_token_id
     if save_to is not None:

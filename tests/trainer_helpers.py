@@ -5,8 +5,6 @@ from pathlib import Path
 os.environ.setdefault('TRL_EXPERIMENTAL_SILENCE', '1')
 warnings.filterwarnings('ignore', category=FutureWarning)
 
-import torch
-
 ROOT = Path(__file__).resolve().parents[1]
 K = 4  # rollouts per prompt in these tests
 
@@ -14,12 +12,7 @@ K = 4  # rollouts per prompt in these tests
 def tiny_model_dir(dest, seed:int=0) -> str:
     "Save `caopd.models.tiny_model` with larger random weights (so contexts change its logits) into `dest`."
     from caopd.models import tiny_model
-    model, tok = tiny_model(seed=seed)
-    with torch.no_grad():
-        g = torch.Generator().manual_seed(seed)
-        for p in model.parameters():
-            if p.dim() > 1: p.copy_(torch.randn(p.shape, generator=g) * 0.5)
-    model.save_pretrained(dest); tok.save_pretrained(dest)
+    tiny_model(seed=seed, weight_std=0.5, save_to=dest)
     return str(dest)
 
 
