@@ -141,19 +141,19 @@ def _import(path):
         raise ImportError(f"{path} is not available ({e}); it is exported from the notebooks by nbdev_export "
                           f"(caopd.trainer comes from nbs/07_trainer.ipynb)") from e
 
-_TRAINER = 'caopd.trainer'
+_TRAINER, _CONFIG = 'caopd.trainer', 'caopd.config'
 METHODS = {
-    'sdft': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_TRAINER}:CaOPDSDFTConfig', grpo_reward_funcs,
+    'sdft': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_CONFIG}:CaOPDSDFTConfig', grpo_reward_funcs,
                        dict(calibrate=False), 'SDFT: self-distillation from the model shown a gold demonstration'),
-    'sdpo': MethodSpec(f'{_TRAINER}:CaOPDSDPOTrainer', f'{_TRAINER}:CaOPDSDPOConfig', grpo_reward_funcs,
+    'sdpo': MethodSpec(f'{_TRAINER}:CaOPDSDPOTrainer', f'{_CONFIG}:CaOPDSDPOConfig', grpo_reward_funcs,
                        dict(calibrate=False), 'SDPO: self-distillation from the model shown a successful sibling'),
-    'caopd-sdft': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_TRAINER}:CaOPDSDFTConfig', grpo_reward_funcs,
+    'caopd-sdft': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_CONFIG}:CaOPDSDFTConfig', grpo_reward_funcs,
                              dict(calibrate=True), 'CaOPD on SDFT: confidence target mu_hat'),
-    'caopd-sdpo': MethodSpec(f'{_TRAINER}:CaOPDSDPOTrainer', f'{_TRAINER}:CaOPDSDPOConfig', grpo_reward_funcs,
+    'caopd-sdpo': MethodSpec(f'{_TRAINER}:CaOPDSDPOTrainer', f'{_CONFIG}:CaOPDSDPOConfig', grpo_reward_funcs,
                              dict(calibrate=True), 'CaOPD on SDPO: confidence target mu_hat'),
     'grpo': MethodSpec(GRPOTrainer, BaselineGRPOConfig, grpo_reward_funcs, {}, 'GRPO with the task verifier as reward'),
     'rlcr': MethodSpec(GRPOTrainer, RLCRConfig, rlcr_reward_funcs, {}, 'RLCR: GRPO with format + accuracy + Brier rewards'),
-    'caopd-sdft-tasc': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_TRAINER}:CaOPDSDFTConfig', grpo_reward_funcs,
+    'caopd-sdft-tasc': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_CONFIG}:CaOPDSDFTConfig', grpo_reward_funcs,
                                   dict(calibrate=True, confidence_target='ta-sc'),
                                   'CaOPD on SDFT, target by TA-SC: agreement with a reference sampled from the teacher prompt'),
 }

@@ -8,6 +8,7 @@ from trl import GRPOTrainer
 from caopd.baselines import METHODS, build_trainer
 from caopd.data import fixtures_dir, load_domain
 from caopd.models import tiny_model
+from caopd.trainer import script_rollouts
 
 # two optimiser steps, one prompt per step with two completions of at most 8 tokens: seconds per method on 2 cores
 QUICK = dict(max_steps=2, per_device_train_batch_size=2, num_generations=2, max_completion_length=8, logging_steps=1,
@@ -38,17 +39,6 @@ def fixtures(domain):
     rows = load_domain(domain, 'train', data_dir=fixtures_dir())
     if domain == 'chemistry': rows = rows.filter(lambda r: r['answer'] in ('A', 'B'))
     return rows.select(range(min(4, len(rows))))
-
-
-def script_rollouts(trainer, texts):
-    "Make `trainer` sample `texts` in turn (one per completion of a prompt) instead of generating."
-    tok = trainer.processing_class
-    ids = [tok.encode(t, add_special_tokens=False) + [tok.eos_token_id] for t in texts]
-    def completions(n): return [list(ids[i % len(ids)]) for i in range(n)]
-    if isinstance(trainer, GRPOTrainer):  # GRPOTrainer._generate_single_turn -> (completion_ids, logprobs)
-        trainer._generate_single_turn = lambda prompt_ids, *args, **kwargs: (completions(len(prompt_ids)), None)
-    else:  # SDPOTrainer._generate -> (prompt_ids, completion_ids)
-        trainer._generate = lambda prompt_ids: (prompt_ids, completions(len(prompt_ids)))
 
 
 def train_two_steps(method, domain, model, out):

@@ -6,7 +6,8 @@ import torch
 
 from trainer_helpers import K, chemistry_rows, tiny_model_dir
 
-from caopd.trainer import EMA_TEACHER_FILE, CaOPDSDFTConfig, CaOPDSDFTTrainer
+from caopd.config import CaOPDSDFTConfig
+from caopd.trainer import EMA_TEACHER_FILE, CaOPDSDFTTrainer
 from caopd.verifiers import mcq_reward
 
 

@@ -1,4 +1,4 @@
-"Shared pieces of the trainer tests: a tiny model folder, a few Chemistry rows, and scripted (deterministic) rollouts."
+"Shared pieces of the trainer tests: a tiny model folder, a few Chemistry rows, and what their scripted rollouts say."
 import os, warnings, zlib
 from pathlib import Path
 
@@ -35,19 +35,15 @@ def scripted_text(row:dict, k:int, group_size:int=K) -> str:
     return text + f"\nConfidence: 0.{9 - k}" if k % 2 == 0 else text
 
 
-class ScriptedRollouts:
-    "Mixin for a CaOPD trainer: 'sample' `scripted_text` instead of generating, by global row index; record batches."
+def script_by_row(trainer):
+    "Script `trainer`'s rollouts (`caopd.trainer.script_rollouts`) by global row index: `scripted_text` of each row."
+    from caopd.trainer import script_rollouts
+    script_rollouts(trainer, lambda rows, start: [scripted_text(row, (start + i) % K) for i, row in enumerate(rows)])
+    return trainer
 
-    def sample_rollouts(self, inputs):
-        self._rows = inputs
-        return super().sample_rollouts(inputs)
 
-    def _generate(self, prompt_ids):
-        B, G = len(prompt_ids), self._group_size()
-        start = self.accelerator.process_index * B  # TRL's layout: process p holds global rows [pB, (p+1)B)
-        tok = self.processing_class
-        texts = [scripted_text(row, (start + i) % G, G) for i, row in enumerate(self._rows)]
-        return prompt_ids, [tok.encode(t, add_special_tokens=False) + [tok.eos_token_id] for t in texts]
+class RecordBatches:
+    "Mixin for a CaOPD trainer: record what each prepared batch holds, per local row, in `self.records`."
 
     def _prepare_training_batch(self, inputs):
         batch = super()._prepare_training_batch(inputs)

@@ -11,16 +11,17 @@ import argparse, json, os, sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from trainer_helpers import K, ScriptedRollouts, chemistry_rows  # noqa: E402 (sets the environment first)
+from trainer_helpers import K, RecordBatches, chemistry_rows, script_by_row  # noqa: E402 (sets the environment first)
 
 from transformers import AutoTokenizer  # noqa: E402
 
-from caopd.trainer import CaOPDSDFTConfig, CaOPDSDFTTrainer, CaOPDSDPOConfig, CaOPDSDPOTrainer  # noqa: E402
+from caopd.config import CaOPDSDFTConfig, CaOPDSDPOConfig  # noqa: E402
+from caopd.trainer import CaOPDSDFTTrainer, CaOPDSDPOTrainer  # noqa: E402
 from caopd.verifiers import mcq_reward  # noqa: E402
 
 
-class ScriptedSDPO(ScriptedRollouts, CaOPDSDPOTrainer): pass
-class ScriptedSDFT(ScriptedRollouts, CaOPDSDFTTrainer): pass
+class RecordedSDPO(RecordBatches, CaOPDSDPOTrainer): pass
+class RecordedSDFT(RecordBatches, CaOPDSDFTTrainer): pass
 
 
 def main():
@@ -36,11 +37,11 @@ def main():
                   logging_steps=1, save_strategy='no', per_device_train_batch_size=a.per_device, num_generations=K,
                   max_completion_length=8, max_steps=a.steps, seed=0, learning_rate=1e-3, warmup_steps=0)
     tasc = lambda **kw: CaOPDSDFTConfig(confidence_target='ta-sc', **kw)  # the reference: the group's scripted row 0
-    for name, cls, cfg in (('sdpo', ScriptedSDPO, CaOPDSDPOConfig), ('sdft', ScriptedSDFT, CaOPDSDFTConfig),
-                           ('tasc', ScriptedSDFT, tasc)):
+    for name, cls, cfg in (('sdpo', RecordedSDPO, CaOPDSDPOConfig), ('sdft', RecordedSDFT, CaOPDSDFTConfig),
+                           ('tasc', RecordedSDFT, tasc)):
         trainer = cls(a.model_dir, mcq_reward, cfg(output_dir=str(out / name), **common), train_dataset=dataset,
                       processing_class=tok)
-        trainer.train()
+        script_by_row(trainer).train()
         rank = trainer.accelerator.process_index
         info = dict(world_size=trainer.accelerator.num_processes, distributed_type=str(trainer.accelerator.distributed_type),
                     records=trainer.records, logs=trainer.state.log_history)
