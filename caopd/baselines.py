@@ -14,6 +14,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from .confidence import parse_confidence
 from .data import check_domain, load_domain
+from .methods import TRAINABLE, check_method
 from .models import chat_template_kwargs, load_tokenizer, model_path
 from .verifiers import completion_text, domain_reward, verify
 
@@ -127,7 +128,6 @@ class MethodSpec:
     config: str|type  # the config class, or 'module:Class'
     rewards: Callable[[str], list]  # domain -> TRL reward functions
     defaults: dict = field(default_factory=dict)  # config values of the method (the caller's overrides win)
-    description: str = ''  # one line for listings
 
     def classes(self) -> tuple[type, type]:
         "The (trainer, config) classes, imported now."
@@ -142,30 +142,26 @@ def _import(path):
                           f"(caopd.trainer comes from nbs/07_trainer.ipynb)") from e
 
 _TRAINER, _CONFIG = 'caopd.trainer', 'caopd.config'
-METHODS = {
+_SPECS = {
     'sdft': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_CONFIG}:CaOPDSDFTConfig', grpo_reward_funcs,
-                       dict(calibrate=False), 'SDFT: self-distillation from the model shown a gold demonstration'),
+                       dict(calibrate=False)),
     'sdpo': MethodSpec(f'{_TRAINER}:CaOPDSDPOTrainer', f'{_CONFIG}:CaOPDSDPOConfig', grpo_reward_funcs,
-                       dict(calibrate=False), 'SDPO: self-distillation from the model shown a successful sibling'),
+                       dict(calibrate=False)),
     'caopd-sdft': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_CONFIG}:CaOPDSDFTConfig', grpo_reward_funcs,
-                             dict(calibrate=True), 'CaOPD on SDFT: confidence target mu_hat'),
+                             dict(calibrate=True)),
     'caopd-sdpo': MethodSpec(f'{_TRAINER}:CaOPDSDPOTrainer', f'{_CONFIG}:CaOPDSDPOConfig', grpo_reward_funcs,
-                             dict(calibrate=True), 'CaOPD on SDPO: confidence target mu_hat'),
-    'grpo': MethodSpec(GRPOTrainer, BaselineGRPOConfig, grpo_reward_funcs, {}, 'GRPO with the task verifier as reward'),
-    'rlcr': MethodSpec(GRPOTrainer, RLCRConfig, rlcr_reward_funcs, {}, 'RLCR: GRPO with format + accuracy + Brier rewards'),
+                             dict(calibrate=True)),
+    'grpo': MethodSpec(GRPOTrainer, BaselineGRPOConfig, grpo_reward_funcs),
+    'rlcr': MethodSpec(GRPOTrainer, RLCRConfig, rlcr_reward_funcs),
     'caopd-sdft-tasc': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_CONFIG}:CaOPDSDFTConfig', grpo_reward_funcs,
-                                  dict(calibrate=True, confidence_target='ta-sc'),
-                                  'CaOPD on SDFT, target by TA-SC: agreement with a reference sampled from the teacher prompt'),
+                                  dict(calibrate=True, confidence_target='ta-sc')),
 }
+METHODS = {m: _SPECS[m] for m in TRAINABLE}  # in caopd.methods' order; a trainable method without a spec fails here
 
 def method_spec(method:str, # a name in `METHODS`
                ) -> MethodSpec:
-    "The spec of `method`; a clear error listing the methods otherwise."
-    if method not in METHODS:
-        listing = ', '.join(repr(m) for m in METHODS)
-        raise ValueError(f"unknown method {method!r}: use one of {listing} (CAR is not available: its reward "
-                         f"formula could not be found, see nbs/08_baselines.ipynb)")
-    return METHODS[method]
+    "The spec of `method`; a clear error listing the methods otherwise (`caopd.methods.check_method`)."
+    return METHODS[check_method(method)]
 
 # %% ../nbs/08_baselines.ipynb #c031
 def device_defaults() -> dict:

@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .data import shipped_data_dir
+from .methods import METHODS
 from .metrics import confidence_counts, reliability_bins
 
 # %% ../nbs/10_figures.ipynb #fc046
@@ -187,13 +188,8 @@ METRIC_TITLES = {'accuracy': 'Accuracy', 'ece': 'ECE', 'brier': 'Brier score (BS
                  'spr': 'SPR', 'auroc': 'AUROC', 'mean_confidence': 'Mean confidence',
                  'reliability': 'Reliability (1 - BS)', 'format_adherence': 'Format adherence', 'n': 'n'}
 
-METHOD_NAMES = {'base': 'Base', 'sdft': 'SDFT', 'sdpo': 'SDPO', 'grpo': 'GRPO', 'rlcr': 'RLCR', 'car': 'CAR',
-                'caopd-sdft': 'CaOPD (SDFT)', 'caopd-sdpo': 'CaOPD (SDPO)', 'caopd': 'CaOPD',
-                'caopd-sdft-tasc': 'CaOPD (TA-SC)'}
-
-METHOD_COLORS = {'base': '#8c8c8c', 'sdft': '#f28e2b', 'sdpo': '#e15759', 'grpo': '#b6992d', 'rlcr': '#b07aa1',
-                 'car': '#ff9da7', 'caopd-sdft': '#59a14f', 'caopd-sdpo': '#2f7d32', 'caopd': '#59a14f',
-                 'caopd-sdft-tasc': '#a0cbe8'}
+METHOD_NAMES = {k: m.name for k, m in METHODS.items()}  # views of caopd.methods.METHODS
+METHOD_COLORS = {k: m.color for k, m in METHODS.items()}
 
 SETTING_COLORS = {'Proprietary': '#4e79a7', 'Open-weight': '#9c755f'}  # Table 10's model types
 

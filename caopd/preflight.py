@@ -13,6 +13,8 @@ import itertools, os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .methods import METHODS, TRAINABLE, check_method
+
 # %% ../nbs/12_preflight.ipynb #c006
 @dataclass(frozen=True)
 class ModelSpec:
@@ -115,8 +117,8 @@ DTYPE_BYTES = {'float32': 4, 'bfloat16': 2, 'float16': 2}
 # Memory of one GPU as nvidia-smi reports it (MiB): H200 143771, H100 80GB 81559, A100 80GB 81920. 'cpu' is this
 # machine's RAM (MemTotal).
 GPUS = {'H200': 143771 / 1024, 'H100': 81559 / 1024, 'A100': 81920 / 1024}
-SELF_DISTILLATION = ('sdft', 'caopd-sdft', 'caopd-sdft-tasc', 'sdpo', 'caopd-sdpo')  # methods with a teacher
-RL_METHODS = ('grpo', 'rlcr')  # GRPO on TRL's GRPOTrainer: no teacher (beta=0: no reference model either)
+SELF_DISTILLATION = tuple(m for m in TRAINABLE if METHODS[m].teacher)  # methods with a teacher (caopd.methods)
+RL_METHODS = tuple(m for m in TRAINABLE if not METHODS[m].teacher)  # GRPO on TRL's GRPOTrainer: no teacher (beta=0: no reference model either)
 # optimizer memory per trainable parameter, in units of the weights' dtype: its state (AdamW: two moments; 8-bit
 # AdamW: two 1-byte moments against fp32 weights) plus the step's temporary (torch's foreach AdamW, the default, makes
 # one full-size tensor, sqrt of the second moment, while it updates)
@@ -180,7 +182,7 @@ class MemoryPlan:
 
 # %% ../nbs/12_preflight.ipynb #c021
 def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
-                method:str='caopd-sdft', # a method of `caopd.baselines.METHODS`
+                method:str='caopd-sdft', # a method of `caopd.methods.TRAINABLE`
                 K:int=8, # rollouts per prompt (mu_hat's K; sets how many sequences vLLM should hold at once)
                 prompt_len:int=2048, # T_p: prompt tokens (Table 8: max prompt length 2048)
                 completion_len:int=8192, # T_c: response tokens (Table 8: max response length 8192)
@@ -203,8 +205,7 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
                ) -> MemoryPlan:
     "Per-GPU memory of one training step of `method` on `spec`, part by part, against the device's capacity."
     settings = {k: v for k, v in locals().items()}
-    if method not in SELF_DISTILLATION + RL_METHODS:
-        raise ValueError(f"method={method!r}: use one of {SELF_DISTILLATION + RL_METHODS}")
+    check_method(method)
     if dtype not in DTYPE_BYTES: raise ValueError(f"dtype={dtype!r}: use one of {sorted(DTYPE_BYTES)}")
     if optimizer not in OPTIMIZER_BYTES: raise ValueError(f"optimizer={optimizer!r}: use one of {sorted(OPTIMIZER_BYTES)}")
     if n_gpus < 1 or micro_batch < 1: raise ValueError('n_gpus and micro_batch must be >= 1')
@@ -369,7 +370,7 @@ def check_fits(plan:MemoryPlan, # a plan from `memory_plan`
 
 # %% ../nbs/12_preflight.ipynb #c033
 def preflight(model:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging Face id or local folder
-              method:str='caopd-sdft', # a method of `caopd.baselines.METHODS`
+              method:str='caopd-sdft', # a method of `caopd.methods.TRAINABLE`
               strict:bool=True, # raise `MemoryPlanError` when it does not fit (else warn)
               verbose:bool=True, # print the plan's one-line summary
               **settings, # `memory_plan` arguments: K, prompt_len, completion_len, micro_batch, n_gpus, fsdp, ...

@@ -8,6 +8,7 @@ import dataclasses, json, math, os, shlex, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .methods import check_method
 from .runs import RunFolder, is_run
 
 # %% auto #0
@@ -105,13 +106,12 @@ def _world(run:RunArguments, preset:str) -> int:
 def resolve_settings(run:RunArguments) -> dict:
     "Everything `settings.json` records about `run`: the preset filled in, the protocol, the batch arithmetic."
     import torch
-    from caopd.baselines import METHODS
     from caopd.data import environment_record
     from caopd.evaluate import protocol
     preset = run.preset
     if preset == 'auto': preset = 'paper' if torch.cuda.is_available() else 'cpu'
     if preset not in PRESETS: raise ValueError(f"preset={run.preset!r}: use 'cpu', 'paper' or 'auto'")
-    if run.method not in METHODS: raise ValueError(f"method={run.method!r}: use one of {list(METHODS)}")
+    check_method(run.method)
     if run.vllm_mode not in ('colocate', 'server'): raise ValueError(f"vllm_mode={run.vllm_mode!r}: 'colocate' or 'server'")
     given = {k: getattr(run, k) for k in PRESETS[preset] if hasattr(run, k)}
     cfg = {**PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}

@@ -7,6 +7,7 @@ import math, re
 from collections import Counter
 from pathlib import Path
 import pandas as pd, pytest
+import caopd.methods
 from conftest import ROOT
 
 PAPER = ROOT/'data'/'paper'
@@ -14,7 +15,7 @@ TEX = ROOT.parent/'shared'/'paper'/'caopd.tex'
 GENERAL = ['table', 'label', 'model', 'domain', 'method', 'setting', 'metric', 'value', 'printed']
 HYPER = ['table', 'label', 'parameter', 'group', 'value', 'printed']
 CLAIMS = ['figure', 'label', 'claim', 'quantity', 'value', 'printed']
-METHODS = {'base', 'sdft', 'sdpo', 'caopd-sdft', 'caopd-sdpo', 'grpo', 'rlcr', 'car'}
+METHODS = set(caopd.methods.METHODS)
 DOMAINS = {'chemistry', 'tooluse', ''}
 # the cost table's cells are words; value codes them (README: units of K per prompt, O(1) -> 1)
 COST_CODES = {'None (reused)': 0.0, 'None': 0.0, 'K per prompt': 1.0, 'O(1)': 1.0}
