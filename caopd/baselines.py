@@ -4,7 +4,7 @@
 
 # %% ../nbs/08_baselines.ipynb #c002
 from __future__ import annotations
-import dataclasses, functools, importlib, os, re
+import dataclasses, functools, os, re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -13,9 +13,11 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from .confidence import parse_confidence
+from .config import CaOPDSDFTConfig, CaOPDSDPOConfig
 from .data import check_domain, load_domain
 from .methods import TRAINABLE, check_method
 from .models import chat_template_kwargs, load_tokenizer, model_path
+from .trainer import CaOPDSDFTTrainer, CaOPDSDPOTrainer
 from .verifiers import completion_text, domain_reward, verify
 
 # %% auto #0
@@ -124,36 +126,23 @@ class RLCRConfig(BaselineGRPOConfig):
 @dataclass(frozen=True)
 class MethodSpec:
     "How one method is built: its TRL trainer and config, its reward functions and the config values that define it."
-    trainer: str|type  # the trainer class, or 'module:Class' to import it when the method is built
-    config: str|type  # the config class, or 'module:Class'
+    trainer: type  # the TRL trainer class
+    config: type  # its config class
     rewards: Callable[[str], list]  # domain -> TRL reward functions
     defaults: dict = field(default_factory=dict)  # config values of the method (the caller's overrides win)
 
     def classes(self) -> tuple[type, type]:
-        "The (trainer, config) classes, imported now."
-        return _import(self.trainer), _import(self.config)
+        "The (trainer, config) classes."
+        return self.trainer, self.config
 
-def _import(path):
-    if isinstance(path, type): return path
-    module, name = path.split(':')
-    try: return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as e:
-        raise ImportError(f"{path} is not available ({e}); it is exported from the notebooks by nbdev_export "
-                          f"(caopd.trainer comes from nbs/07_trainer.ipynb)") from e
-
-_TRAINER, _CONFIG = 'caopd.trainer', 'caopd.config'
 _SPECS = {
-    'sdft': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_CONFIG}:CaOPDSDFTConfig', grpo_reward_funcs,
-                       dict(calibrate=False)),
-    'sdpo': MethodSpec(f'{_TRAINER}:CaOPDSDPOTrainer', f'{_CONFIG}:CaOPDSDPOConfig', grpo_reward_funcs,
-                       dict(calibrate=False)),
-    'caopd-sdft': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_CONFIG}:CaOPDSDFTConfig', grpo_reward_funcs,
-                             dict(calibrate=True)),
-    'caopd-sdpo': MethodSpec(f'{_TRAINER}:CaOPDSDPOTrainer', f'{_CONFIG}:CaOPDSDPOConfig', grpo_reward_funcs,
-                             dict(calibrate=True)),
+    'sdft': MethodSpec(CaOPDSDFTTrainer, CaOPDSDFTConfig, grpo_reward_funcs, dict(calibrate=False)),
+    'sdpo': MethodSpec(CaOPDSDPOTrainer, CaOPDSDPOConfig, grpo_reward_funcs, dict(calibrate=False)),
+    'caopd-sdft': MethodSpec(CaOPDSDFTTrainer, CaOPDSDFTConfig, grpo_reward_funcs, dict(calibrate=True)),
+    'caopd-sdpo': MethodSpec(CaOPDSDPOTrainer, CaOPDSDPOConfig, grpo_reward_funcs, dict(calibrate=True)),
     'grpo': MethodSpec(GRPOTrainer, BaselineGRPOConfig, grpo_reward_funcs),
     'rlcr': MethodSpec(GRPOTrainer, RLCRConfig, rlcr_reward_funcs),
-    'caopd-sdft-tasc': MethodSpec(f'{_TRAINER}:CaOPDSDFTTrainer', f'{_CONFIG}:CaOPDSDFTConfig', grpo_reward_funcs,
+    'caopd-sdft-tasc': MethodSpec(CaOPDSDFTTrainer, CaOPDSDFTConfig, grpo_reward_funcs,
                                   dict(calibrate=True, confidence_target='ta-sc')),
 }
 METHODS = {m: _SPECS[m] for m in TRAINABLE}  # in caopd.methods' order; a trainable method without a spec fails here
