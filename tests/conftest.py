@@ -1,4 +1,4 @@
-import os, sys
+import os, sys, tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +12,8 @@ os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
 os.environ.setdefault('CAOPD_OFFLINE', '1')
 # figures are written as HTML only: a PNG costs seconds of headless chromium and the tests read the data, not pixels
 os.environ.setdefault('CAOPD_PNG', '0')
+# notebooks that save into figures/ (the theory notebook) write into a temporary folder instead: tests leave the tree alone
+os.environ.setdefault('CAOPD_FIGURES_DIR', tempfile.mkdtemp(prefix='caopd_figures_'))
 
 
 def _checkout_state() -> dict|None:
