@@ -50,6 +50,8 @@ class RunArguments:
     format_warmup: str | None = _h("format warm-up first (caopd.warmup): 'value' or 'format' (the loss mask), "
                                    "'off'; None: the preset's", default=None)
     format_warmup_steps: int | None = _h("optimizer steps of the warm-up", default=None)
+    format_warmup_domains: str | None = _h("domains whose training demonstrations the warm-up shows, comma-separated; "
+                                           "None: the training and the test domain", default=None)
     K: int | None = _h("rollouts per prompt for mu_hat (Table 6: 8)", default=None)
     learning_rate: float | None = _h("AdamW learning rate (Table 6: 1e-6, 1e-5 or 2e-5)", default=None)
     max_steps: int | None = _h("optimizer steps (-1: train `num_train_epochs` epochs)", default=None)
@@ -106,7 +108,7 @@ def _world(run:RunArguments, preset:str) -> int:
 def resolve_settings(run:RunArguments) -> dict:
     "Everything `settings.json` records about `run`: the preset filled in, the protocol, the batch arithmetic."
     import torch
-    from caopd.data import environment_record
+    from caopd.data import check_domain, environment_record
     from caopd.evaluate import protocol
     preset = run.preset
     if preset == 'auto': preset = 'paper' if torch.cuda.is_available() else 'cpu'
@@ -139,6 +141,11 @@ def resolve_settings(run:RunArguments) -> dict:
         else: train_domains = ['(init_from)', run.domain]  # a dry run before its first stage ran
         cfg['format_warmup'] = False  # the earlier run's checkpoint already answers in the format
     eval_domain = run.eval_domain or run.domain
+    # the warm-up stands in for the instruction tuning behind the paper's models, which answer in every domain's format
+    # from the start; so by default it shows the formats of the domains the run trains and is tested on (ours)
+    w = run.format_warmup_domains
+    if isinstance(w, str): w = [d.strip() for d in w.split(',') if d.strip()]
+    warmup_domains = [check_domain(d) for d in dict.fromkeys(w or [run.domain, eval_domain])] if cfg['format_warmup'] else []
 
     world = _world(run, preset)
     completions = cfg['prompts_per_step'] * cfg['K']
@@ -150,8 +157,8 @@ def resolve_settings(run:RunArguments) -> dict:
                          f"per_device_train_batch_size x processes = {b} x {world} that hold whole groups of K = "
                          f"{cfg['K']} or divide one: change prompts_per_step, per_device_train_batch_size or num_processes")
     return dict(model=model_name, start=start, data_dir=run.data_dir, domain=run.domain, method=run.method,
-                eval_domain=eval_domain, train_domains=train_domains, protocol=protocol(train_domains, eval_domain)
-                if run.init_from is None or is_run(run.init_from) else 'ct', init_from=run.init_from, preset=preset,
+                eval_domain=eval_domain, train_domains=train_domains, warmup_domains=warmup_domains,
+                protocol=protocol(train_domains, eval_domain) if run.init_from is None or is_run(run.init_from) else 'ct', init_from=run.init_from, preset=preset,
                 scale='gpu' if torch.cuda.is_available() else 'cpu', seed=run.seed, backend=run.backend, **cfg,
                 gradient_accumulation_steps=completions // (b * world), world_size=world, vllm_mode=run.vllm_mode,
                 lora_r=run.lora_r, resume=run.resume, report_to=run.report_to,
@@ -163,16 +170,26 @@ def resolve_settings(run:RunArguments) -> dict:
 def select_prompts(settings:dict, # `resolve_settings(...)`
                   ) -> tuple:
     "(train_rows, warmup_rows or None); records their counts in `settings`."
+    from datasets import concatenate_datasets
     from caopd.data import load_domain
     from caopd.warmup import FormatWarmupConfig
-    pool = load_domain(settings['domain'], 'train', data_dir=settings['data_dir'])
-    if settings['n_train'] or settings['format_warmup']: pool = pool.shuffle(seed=settings['seed'])
-    n_rl = min(settings['n_train'] or len(pool), len(pool))
-    train_rows, warmup_rows = pool.select(range(n_rl)), None
+    def pool(domain):
+        rows = load_domain(domain, 'train', data_dir=settings['data_dir'])
+        if settings['n_train'] or settings['format_warmup']: rows = rows.shuffle(seed=settings['seed'])
+        return rows, min(settings['n_train'] or len(rows), len(rows))
+    rows, n_rl = pool(settings['domain'])
+    train_rows, warmup_rows = rows.select(range(n_rl)), None
     if settings['format_warmup']:
-        n_w = settings['format_warmup_steps'] * FormatWarmupConfig.__dataclass_fields__['per_device_train_batch_size'].default
-        rest = range(n_rl, min(n_rl + n_w, len(pool)))
-        warmup_rows = pool.select(rest if len(rest) == n_w else range(min(n_w, len(pool))))
+        n = settings['format_warmup_steps'] * FormatWarmupConfig.__dataclass_fields__['per_device_train_batch_size'].default
+        domains = settings['warmup_domains']
+        shares = [n // len(domains) + (j < n % len(domains)) for j in range(len(domains))]
+        parts = []
+        for d, n_w in zip(domains, shares):
+            rows, n_d = pool(d)
+            rest = range(n_d, min(n_d + n_w, len(rows)))  # after the prompts a run on `d` trains on
+            rows = rows.select(rest if len(rest) == n_w else range(min(n_w, len(rows))))
+            parts.append(rows.select_columns(['id', 'domain', 'prompt', 'privileged_context']))
+        warmup_rows = concatenate_datasets(parts)
     n_test = len(load_domain(settings['eval_domain'], 'test', data_dir=settings['data_dir']))
     settings.update(n_train_prompts=len(train_rows), n_eval_prompts=min(settings['eval_limit'] or n_test, n_test),
                     n_warmup_prompts=len(warmup_rows) if warmup_rows is not None else 0)
