@@ -18,7 +18,8 @@ __all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'RunFolder', 'is_run', 'load_run', 'run
 
 # %% ../nbs/11_runs.ipynb #c005
 RUN_METRICS = REPORT_KEYS  # every key of a calibration report (caopd.metrics): metrics, stated subset, intervals
-RUN_COLUMNS = ('model', 'domain', 'method', 'protocol', 'train_domains', 'eval_domain', 'K', 'scale', 'max_steps')
+RUN_COLUMNS = ('model', 'domain', 'method', 'protocol', 'train_domains', 'eval_domain', 'K', 'scale', 'max_steps',
+               'format_warmup', 'warmup_domains')  # the warm-up: its loss mask (False: none) and the domains it showed
 
 def _read_json(path:Path, what:str) -> dict:
     try: return json.loads(path.read_text())
@@ -89,6 +90,7 @@ def runs_table(root='runs', # folder searched recursively for run folders
         st = run['settings']
         row = dict(path=str(s.parent), **{c: st.get(c) for c in RUN_COLUMNS})
         if isinstance(row['train_domains'], (list, tuple)): row['train_domains'] = '>'.join(row['train_domains'])
+        if isinstance(row['warmup_domains'], (list, tuple)): row['warmup_domains'] = '+'.join(row['warmup_domains'])
         elicited = run['elicited'] or {}
         for m in RUN_METRICS:
             row[m] = (run['after'] or {}).get(m, float('nan'))
