@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_train.ipynb #c002
 from __future__ import annotations
-import dataclasses, json, math, os, shlex, sys, time
+import dataclasses, functools, json, math, os, shlex, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -158,7 +158,8 @@ def resolve_settings(run:RunArguments) -> dict:
                          f"{cfg['K']} or divide one: change prompts_per_step, per_device_train_batch_size or num_processes")
     return dict(model=model_name, start=start, data_dir=run.data_dir, domain=run.domain, method=run.method,
                 eval_domain=eval_domain, train_domains=train_domains, warmup_domains=warmup_domains,
-                protocol=protocol(train_domains, eval_domain) if run.init_from is None or is_run(run.init_from) else 'ct', init_from=run.init_from, preset=preset,
+                protocol=protocol(train_domains, eval_domain) if run.init_from is None or is_run(run.init_from) else 'ct',
+                init_from=run.init_from, preset=preset,
                 scale='gpu' if torch.cuda.is_available() else 'cpu', seed=run.seed, backend=run.backend, **cfg,
                 gradient_accumulation_steps=completions // (b * world), world_size=world, vllm_mode=run.vllm_mode,
                 lora_r=run.lora_r, resume=run.resume, report_to=run.report_to,
@@ -173,6 +174,7 @@ def select_prompts(settings:dict, # `resolve_settings(...)`
     from datasets import concatenate_datasets
     from caopd.data import load_domain
     from caopd.warmup import FormatWarmupConfig
+    @functools.cache  # the training domain is usually a warm-up domain too: load and shuffle it once
     def pool(domain):
         rows = load_domain(domain, 'train', data_dir=settings['data_dir'])
         if settings['n_train'] or settings['format_warmup']: rows = rows.shuffle(seed=settings['seed'])
