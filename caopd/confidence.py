@@ -27,11 +27,11 @@ def _probability(m:re.Match) -> float|None:
         den = float(m['den'])
         v = num / den if den > 0 else math.nan
     elif m['pct'] is not None: v = num / 100
-    else: v = num if num <= 1 else num / 100  # a bare value in (1, 100] is a percentage
+    else: v = num  # a bare value must be a probability: above 1 it is not one (not read as a percentage)
     return v if math.isfinite(v) and 0 <= v <= 1 else None
 
-def _locate(text:Any) -> tuple[int, int, float]|None:
-    "`(start, end, value)` of the value in the last confidence segment of `text`, or None."
+def _locate(text:Any, any_number:bool=False) -> tuple[int, int, float|None]|None:
+    "`(start, end, value)` of the value in the last confidence segment of `text`, or None; `any_number`: also a number out of range (value None)."
     if not isinstance(text, str): return None
     label = None
     for label in _LABEL.finditer(text): pass
@@ -39,7 +39,7 @@ def _locate(text:Any) -> tuple[int, int, float]|None:
     m = _VALUE.match(text, label.end())
     if m is None or _NOT_AFTER.match(text, m.end()): return None
     v = _probability(m)
-    return None if v is None else (m.start(), m.end(), v)
+    return None if v is None and not any_number else (m.start(), m.end(), v)
 
 # %% ../nbs/00_confidence.ipynb #c009
 def parse_confidence(
@@ -104,7 +104,7 @@ def rewrite_confidence(
     "Overwrite the value of the last `Confidence:` segment of `text` with `value`, or append one."
     if not isinstance(text, str): raise TypeError(f'`text` must be a str, got {type(text).__name__}')
     new = format_confidence(value, k)
-    loc = _locate(text)
+    loc = _locate(text, any_number=True)  # an out-of-range number is overwritten too
     if loc is None: return text + _appended_label(text) + new
     start, end, _ = loc
     return text[:start] + new + text[end:]
@@ -173,7 +173,7 @@ def rewrite_completion_ids(
     body, tail = ids[:end], ids[end:]
     text = tokenizer.decode(body)
     target = rewrite_confidence(text, value, k)
-    old = _locate(text)
+    old = _locate(text, any_number=True)
     cut = old[0] if old else len(text)  # the first character that changes
     vstart, vend, _ = _locate(target)  # the new value, in the new text
     split = _split_at_value(body, tokenizer, text, target, cut)
