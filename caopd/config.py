@@ -19,7 +19,8 @@ from .data import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_T
 # %% ../nbs/07_config.ipynb #c005
 ESTIMATORS = ("frequency", "beta")  # how mu_hat is estimated from a prompt's K outcomes (`caopd.trainer.empirical_confidence`)
 CONFIDENCE_TARGETS = ("verifier", "ta-sc")  # what R(x, a_k) in mu_hat is: the gold-answer verifier or TA-SC agreement
-TRAINING_REDUCTIONS = ("sequence_mean", "token_mean")  # the `caopd.loss.REDUCTIONS` a trainer averages its loss with
+TRAINING_REDUCTIONS = ("sequence_mean", "token_mean", "fixed_token_mean")  # how a trainer averages its loss
+# (the last: `caopd.loss`'s token_mean with a constant normaliser, rows x max_completion_length; nbs/07_trainer.ipynb)
 
 # %% ../nbs/07_config.ipynb #c006
 @dataclass
@@ -43,9 +44,11 @@ class CaOPDConfig:
         "behind mu_hat; here they are reused). Off: the in-sample mean over all K, which leans 1/K toward the "
         "rollout's own success. Applied when at least 2 rollouts per prompt are scored.")})
     distillation_reduction: str = field(default="sequence_mean", metadata={"help": (
-        "How per-token losses are averaged (`caopd.loss.REDUCTIONS`): 'sequence_mean' (TRL's SDFT and SDPO; the "
-        "paper's SDFT stack) or 'token_mean' over every loss position of the optimiser step (verl, the paper's SDPO "
-        "stack; the default of CaOPDSDPOConfig).")})
+        "How per-token losses are averaged: 'sequence_mean' (TRL's SDFT and SDPO; the paper's SDFT stack), "
+        "'token_mean' over every loss position of the optimiser step (verl's token-mean, the paper's SDPO stack), or "
+        "'fixed_token_mean': the step's summed loss divided by a constant, rows x max_completion_length (Dr. GRPO's "
+        "normaliser, verl's 'seq-mean-token-sum-norm'), so that a token weighs the same in every step (the default "
+        "of CaOPDSDPOConfig).")})
     # Table 8 (Distillation loss, SDPO / CaOPD; Batching & Rollout; Training & Optimization)
     num_generations: int = field(default=8, metadata={"help": "K: rollouts per prompt (Table 8: 8)."})
     distillation_mode: str = field(default="topk_logits", metadata={"help": (
@@ -80,6 +83,13 @@ class CaOPDConfig:
             raise ValueError(f"confidence_decimals must be None or an int in [1, 6], got {self.confidence_decimals!r}.")
         if not math.isfinite(self.success_reward_threshold):
             raise ValueError(f"success_reward_threshold must be finite, got {self.success_reward_threshold}.")
+        scored = getattr(self, "num_confidence_rollouts", None) or self.num_generations
+        if self.calibrate and scored < 2:
+            extra = " or num_confidence_rollouts >= 2" if hasattr(self, "num_confidence_rollouts") else ""
+            raise ValueError(f"calibrate=True needs at least 2 scored rollouts per prompt to estimate mu_hat, got "
+                             f"num_generations={self.num_generations}: with one, mu_hat is the distilled rollout's own "
+                             f"outcome (0 or 1) and leave-one-out has no other rollout to use. Set num_generations >= 2"
+                             f"{extra} (Table 8: K = 8), or calibrate=False for the plain backbone.")
         if self.distillation_reduction not in TRAINING_REDUCTIONS:
             raise ValueError(f"distillation_reduction={self.distillation_reduction!r} is not one of {TRAINING_REDUCTIONS}.")
         if self.distillation_mode == "topk_logits" and not (self.distillation_topk or 0) >= 1:
@@ -138,10 +148,12 @@ class CaOPDSDPOConfig(CaOPDConfig, SDPOConfig):
             "Teacher context of a sample with no successful sibling rollout, in place of solution_template; "
             "{confidence} becomes mu_hat. Only the calibration term uses it (SDPO masks the capability term). "
             "This project's choice: the paper does not say what the teacher of such a sample sees.")})
-    distillation_reduction: str = field(default="token_mean", metadata={"help": (
-        "'token_mean' (default): every loss position of the optimiser step weighs the same, as in the paper's SDPO "
-        "stack (verl, token-mean); a calibration token of a sample without a successful sibling then weighs what "
-        "one of a solved sample weighs. 'sequence_mean': TRL's SDPO aggregation.")})
+    distillation_reduction: str = field(default="fixed_token_mean", metadata={"help": (
+        "'fixed_token_mean' (default): the step's summed loss over rows x max_completion_length, so a calibration "
+        "token weighs the same in a step whose groups have no successful sibling (calibration-only: a few value "
+        "tokens) as in one with them (hundreds of reasoning tokens). 'token_mean': verl's token-mean, the paper's SDPO "
+        "stack, whose normaliser (the step's loss positions) shrinks about 8x in a calibration-only step. "
+        "'sequence_mean': TRL's SDPO aggregation.")})
 
     def __post_init__(self):
         super().__post_init__()

@@ -35,7 +35,8 @@ class RunFolder:
     warmup = property(lambda self: self.path/'warmup')
     trainer = property(lambda self: self.path/'trainer')
     log = property(lambda self: self.path/'train_log.jsonl')
-    mu_hat = property(lambda self: self.path/'mu_hat.jsonl')
+    rollouts = property(lambda self: self.path/'rollouts.jsonl')
+    mu_hat = property(lambda self: self.path/'mu_hat.jsonl')  # runs made before rollouts.jsonl: step and mu_hat only
     training = property(lambda self: self.path/'train.json')
     checkpoint = property(lambda self: self.path/'checkpoint')
     metrics = property(lambda self: self.path/'metrics.json')
@@ -59,8 +60,11 @@ class RunFolder:
     def write_training(self, record:dict): self._write(self.training, record)
     def read_log(self) -> list[dict]: return read_jsonl(self.log) if self.log.is_file() else []
     def write_log(self, log:list[dict]): write_jsonl(log, self.log)
-    def read_targets(self) -> list[dict]: return read_jsonl(self.mu_hat) if self.mu_hat.is_file() else []
-    def write_targets(self, targets:list[dict]): write_jsonl(targets, self.mu_hat)
+    def read_targets(self) -> list[dict]:
+        "The run's rollout records (each with `step` and `mu_hat`), from rollouts.jsonl or an older run's mu_hat.jsonl."
+        path = next((p for p in (self.rollouts, self.mu_hat) if p.is_file()), None)
+        return read_jsonl(path) if path is not None else []
+    def write_targets(self, targets:list[dict]): write_jsonl(targets, self.rollouts)
 
     def load(self) -> dict:
         "The finished run as a dict: path, settings, before/after (calibration reports), elicited (or None), log."

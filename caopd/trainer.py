@@ -285,10 +285,11 @@ def _empirical_confidence(self: CaOPDMixin, local_success: torch.Tensor) -> tupl
 
 # %% ../nbs/07_trainer.ipynb #c032
 @patch
-def _log_rollout_metrics(self: CaOPDMixin, mode: str, texts: list[str], mu_all: torch.Tensor, all_success: torch.Tensor):
-    "Log mean mu_hat, rollout accuracy, and the rollouts' mean verbalized confidence and format adherence."
-    device = mu_all.device
-    conf = torch.tensor([math.nan if (v := parse_confidence(t)) is None else v for t in texts], device=device)
+def _log_rollout_metrics(self: CaOPDMixin, mode: str, texts: list[str], mu_all: torch.Tensor, all_success: torch.Tensor,
+                         ids: list | None = None):
+    "Log mean mu_hat, rollout accuracy, and the rollouts' mean verbalized confidence and format adherence; keep the rollouts."
+    device, stated = mu_all.device, [parse_confidence(t) for t in texts]
+    conf = torch.tensor([math.nan if v is None else v for v in stated], device=device)
     conf = self.accelerator.gather(conf)  # every process gets the same values, so the same keys are appended
     parsed = ~torch.isnan(conf)
     m = self._metrics[mode]
@@ -296,10 +297,13 @@ def _log_rollout_metrics(self: CaOPDMixin, mode: str, texts: list[str], mu_all: 
     m["caopd/rollout_accuracy"].append(all_success.float().mean().item())
     m["caopd/format_adherence"].append(parsed.float().mean().item())
     if parsed.any(): m["caopd/verbalized_confidence"].append(conf[parsed].mean().item())
-    if mode == "train":  # one mu_hat per distilled row and step: the distribution of the targets CaOPD distills
+    if mode == "train":  # every distilled rollout, with its prompt, outcome, stated confidence and target
         targets = self.__dict__.setdefault("confidence_targets", [])
         step = self.state.global_step + 1  # the optimizer step these rollouts train
-        targets.extend(dict(step=step, mu_hat=v) for v in mu_all.tolist())
+        local = list(zip(ids if ids is not None else [None] * len(texts), texts, stated, strict=True))
+        every = gather_object(local) if self.accelerator.num_processes > 1 else local  # rows in global order
+        targets.extend(dict(step=step, id=i, completion=t, reward=r, confidence=c, mu_hat=v)
+                       for (i, t, c), r, v in zip(every, all_success.float().tolist(), mu_all.tolist(), strict=True))
 
 # %% ../nbs/07_trainer.ipynb #c035
 def _stack(rows: list[list[int]], value: int, device) -> torch.Tensor:
@@ -348,9 +352,11 @@ def _capability_gate(self: CaOPDMixin, batch: dict) -> torch.Tensor:
 # %% ../nbs/07_trainer.ipynb #c040
 @patch
 def _count_loss_tokens(self: CaOPDMixin, batch: dict):
-    "Add `num_loss_tokens` (B,): the step's loss positions (all rows, processes) per micro-batch, for 'token_mean'."
+    "Add `num_loss_tokens` (B,): the step's loss positions (all rows, processes) per micro-batch, or the fixed count."
     cm = batch["completion_mask"]
-    local = ((batch["reasoning_mask"] * self._capability_gate(batch) + batch["confidence_mask"]) * cm).sum().float()
+    if self.args.distillation_reduction == "fixed_token_mean":  # rows x max_completion_length, on every process
+        local = torch.tensor(float(cm.shape[0] * self.args.max_completion_length), device=cm.device)
+    else: local = ((batch["reasoning_mask"] * self._capability_gate(batch) + batch["confidence_mask"]) * cm).sum().float()
     total = self.accelerator.gather(local[None]).sum()
     micro_batches = self.accelerator.num_processes * (self.args.steps_per_generation if self.model.training else 1)
     batch["num_loss_tokens"] = (total / micro_batches).expand(cm.shape[0]).clone()
@@ -387,7 +393,7 @@ def _prepare_training_batch(self: CaOPDSDFTTrainer, inputs):
                 right = torch.full((len(inputs),), math.nan, device=self.accelerator.device)
             all_success = self.accelerator.gather(right)
         texts = self.processing_class.batch_decode(ids_list, skip_special_tokens=True)
-        self._log_rollout_metrics(mode, texts, mu_all, all_success)
+        self._log_rollout_metrics(mode, texts, mu_all, all_success, [row.get("id") for row in inputs])
     self._revise_completions(batch, mu_local)
     if self.args.calibrate:
         builder, k = self.teacher_context_builder, self._confidence_k()
@@ -443,7 +449,8 @@ def _compute_self_distillation_loss(self: CaOPDMixin, model, inputs, distillatio
                      alpha=args.distillation_alpha, mode=args.distillation_mode, topk=args.distillation_topk or 1,
                      add_tail=args.distillation_add_tail, old_logps=inputs.get("old_per_token_logps"),
                      is_clip=args.distillation_is_clip, unsampled_mask=1 - inputs["sampled_mask"],
-                     reduction=args.distillation_reduction, num_tokens=None if n is None else n[0])
+                     reduction="token_mean" if args.distillation_reduction == "fixed_token_mean" else args.distillation_reduction,
+                     num_tokens=None if n is None else n[0])
     merged = (m_a + m_c).to(out.per_token.dtype)
     token_mean = out.per_token.sum() / merged.sum().clamp(min=1.0)  # what TRL logs as distillation_loss
     stats = self.accelerator.gather(
@@ -461,7 +468,7 @@ def build(self: CaOPDTeacherContextBuilder, output, prompts, rewards, feedbacks=
     mode = "train" if t.model.training else "eval"
     mu_local, mu_all, all_success = t._empirical_confidence((rewards >= args.success_reward_threshold)[None])
     texts = t.processing_class.batch_decode(t._get_completion_ids_list(output), skip_special_tokens=True)
-    t._log_rollout_metrics(mode, texts, mu_all, all_success)
+    t._log_rollout_metrics(mode, texts, mu_all, all_success, getattr(t, "_rollout_ids", None))
     if not args.calibrate:
         teacher = super(CaOPDTeacherContextBuilder, self).build(output, prompts, rewards, feedbacks)
         t._revise_completions(output, mu_local)  # only adds the masks and mu_hat
@@ -495,7 +502,9 @@ def build(self: CaOPDTeacherContextBuilder, output, prompts, rewards, feedbacks=
                 text = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL).strip()
             solution = args.solution_template.format(successful_previous_attempt=rewrite_confidence(text, mu, k))
         else: solution = args.no_solution_template.format(confidence=format_confidence(mu, k))
-        feedback = args.feedback_template.format(feedback_raw=all_feedbacks[i]) if use_feedback[i] else ""
+        fb = all_feedbacks[i]  # a demonstration's `Confidence: 1.0` becomes mu_hat too; a feedback without one stays
+        if use_feedback[i] and parse_confidence(fb) is not None: fb = rewrite_confidence(fb, mu, k)
+        feedback = args.feedback_template.format(feedback_raw=fb) if use_feedback[i] else ""
         p = all_prompts[i]
         if isinstance(p, list):
             text = self._build_reprompt_text(_extract_last_user_text(p), solution, feedback)
@@ -519,6 +528,7 @@ def build(self: CaOPDTeacherContextBuilder, output, prompts, rewards, feedbacks=
 @patch
 def _prepare_training_batch(self: CaOPDSDPOTrainer, inputs):
     "SDPO's step (rollouts, rewards, CaOPD's teacher contexts), plus the step's loss-token count."
+    self._rollout_ids = [row.get("id") for row in inputs]  # for the rollout records the teacher-context builder keeps
     batch = super(CaOPDSDPOTrainer, self)._prepare_training_batch(inputs)
     self._count_loss_tokens(batch)
     return batch

@@ -24,6 +24,7 @@ root: {root}
 defaults: {{{defaults}}}
 runs:
   - name: chemistry
+    domain: chemistry
     matrix: {{method: [caopd-sdft], num_processes: [1, 2]}}
   - name: ct-tooluse-sdft
     method: sdft
@@ -62,8 +63,10 @@ def test_run_folder(grid_runs):
     assert [h['step'] for h in steps] == [1, 2]
     for key in ('caopd/calibration_loss', 'caopd/capability_loss', 'caopd/empirical_confidence', 'step_time'):
         assert key in steps[0], key
-    targets = read_jsonl(out/'mu_hat.jsonl')
+    targets = read_jsonl(out/'rollouts.jsonl')  # every distilled rollout, as the run saw it
     assert sorted({t['step'] for t in targets}) == [1, 2] and all(0 <= t['mu_hat'] <= 1 for t in targets)
+    assert all(set(t) == {'step', 'id', 'completion', 'reward', 'confidence', 'mu_hat'} for t in targets)
+    assert all(isinstance(t['id'], str) and isinstance(t['completion'], str) for t in targets)
     assert (out/'checkpoint'/'config.json').is_file()
     for fig in ('training_curves', 'format_adherence', 'reliability', 'confidence_distributions'):
         assert (out/'figures'/f'{fig}.html').is_file(), fig
