@@ -37,6 +37,7 @@ _SEGMENT = r'(?P<segment>Confidence:[ \t]*\S+)\s*\Z'  # the confidence closes th
 RLCR_FORMATS = {
     'chemistry': re.compile(r'.*?</reasoning>\s*<answer>.*?</answer>\s*' + _SEGMENT, re.S | re.M),
     'tooluse': re.compile(r'.*?^Action:.*?^Action Input:.*?^' + _SEGMENT, re.S | re.M),
+    'arithmetic': re.compile(r'.*?</reasoning>\s*<answer>.*?</answer>\s*' + _SEGMENT, re.S | re.M),  # chemistry's format
 }
 
 def rlcr_confidence(completion:str, # the completion's text

@@ -9,27 +9,34 @@ from pathlib import Path
 import caopd
 
 # %% auto #0
-__all__ = ['DOMAINS', 'CONFIDENCE_INSTRUCTION', 'TOOLUSE_CONFIDENCE_INSTRUCTION', 'CHEMISTRY_TEMPLATE', 'TOOLUSE_TEMPLATE',
-           'DEMONSTRATION_CONFIDENCE', 'SDFT_TEACHER_TEMPLATE', 'SDPO_SOLUTION_TEMPLATE', 'SDPO_REPROMPT_TEMPLATE',
-           'DATA_ENV', 'OFFLINE_ENVS', 'SCIKNOWEVAL_COMMIT', 'SCIKNOWEVAL_URL', 'SCIKNOWEVAL_FILES',
-           'TOOLALPACA_COMMIT', 'TOOLALPACA_URL', 'CHEMISTRY_FILE', 'TOOLALPACA_FILES', 'CHEMISTRY_TASK_ORDER',
-           'DATA_SHA256', 'SPLIT_FRACTIONS', 'KEY_PACKAGES', 'check_domain', 'chemistry_options', 'chemistry_prompt',
-           'tooluse_prompt', 'chemistry_demonstration', 'tooluse_demonstration', 'sdft_teacher_prompt',
-           'sdpo_teacher_prompt', 'DataNotFoundError', 'DataFormatError', 'repo_root', 'cache_dir', 'offline',
-           'data_candidates', 'data_dir', 'resolve_data_file', 'DataChecksumError', 'sha256_file', 'mask_credentials',
-           'fetch_url', 'download_data', 'check_chemistry_record', 'read_chemistry', 'check_toolalpaca_api',
-           'read_toolalpaca', 'read_toolalpaca_train', 'stratified_splits', 'chemistry_row', 'load_chemistry',
+__all__ = ['PAPER_DOMAINS', 'DOMAINS', 'DOMAIN_NAMES', 'CONFIDENCE_INSTRUCTION', 'TOOLUSE_CONFIDENCE_INSTRUCTION',
+           'CHEMISTRY_TEMPLATE', 'TOOLUSE_TEMPLATE', 'DEMONSTRATION_CONFIDENCE', 'SDFT_TEACHER_TEMPLATE',
+           'SDPO_SOLUTION_TEMPLATE', 'SDPO_REPROMPT_TEMPLATE', 'DATA_ENV', 'OFFLINE_ENVS', 'SCIKNOWEVAL_COMMIT',
+           'SCIKNOWEVAL_URL', 'SCIKNOWEVAL_FILES', 'TOOLALPACA_COMMIT', 'TOOLALPACA_URL', 'CHEMISTRY_FILE',
+           'TOOLALPACA_FILES', 'CHEMISTRY_TASK_ORDER', 'DATA_SHA256', 'SPLIT_FRACTIONS', 'ARITHMETIC_LEVELS',
+           'ARITHMETIC_TEMPLATE', 'ARITHMETIC_POOL', 'ARITHMETIC_SPLIT', 'KEY_PACKAGES', 'check_domain',
+           'chemistry_options', 'chemistry_prompt', 'tooluse_prompt', 'chemistry_demonstration',
+           'tooluse_demonstration', 'sdft_teacher_prompt', 'sdpo_teacher_prompt', 'DataNotFoundError',
+           'DataFormatError', 'repo_root', 'cache_dir', 'offline', 'data_candidates', 'data_dir', 'resolve_data_file',
+           'DataChecksumError', 'sha256_file', 'mask_credentials', 'fetch_url', 'download_data',
+           'check_chemistry_record', 'read_chemistry', 'check_toolalpaca_api', 'read_toolalpaca',
+           'read_toolalpaca_train', 'stratified_splits', 'arithmetic_prompt', 'arithmetic_demonstration',
+           'arithmetic_row', 'arithmetic_splits', 'load_arithmetic', 'chemistry_row', 'load_chemistry',
            'toolalpaca_rows', 'load_toolalpaca', 'load_domain', 'shipped_data_dir', 'fixtures_dir', 'git_commit',
            'environment_record']
 
 # %% ../nbs/01_data.ipynb #c004a
-DOMAINS = ('chemistry', 'tooluse')  # Science Q&A (SciKnowEval Chemistry L3) and Tool Use (ToolAlpaca)
+PAPER_DOMAINS = ('chemistry', 'tooluse')  # Science Q&A (SciKnowEval Chemistry L3) and Tool Use (ToolAlpaca)
+DOMAINS = PAPER_DOMAINS + ('arithmetic',)  # and this project's laptop domain (not the paper's)
+DOMAIN_NAMES = {'chemistry': 'Science Q&A (Chemistry)', 'tooluse': 'Tool Use',
+                'arithmetic': 'Integer addition (ours, not the paper\'s)'}
 
 def check_domain(domain:str, # a domain name
                 ) -> str:
-    "`domain` when it is one of the paper's `DOMAINS`; a clear error naming them otherwise."
+    "`domain` when it is one of `DOMAINS`; a clear error naming them otherwise."
     if domain not in DOMAINS:
-        raise ValueError(f"unknown domain {domain!r}: use 'chemistry' (SciKnowEval Chemistry L3) or 'tooluse' (ToolAlpaca)")
+        raise ValueError(f"unknown domain {domain!r}: use 'chemistry' (SciKnowEval Chemistry L3), 'tooluse' (ToolAlpaca) "
+                         f"or 'arithmetic' (integer addition, this project's laptop domain)")
     return domain
 
 # %% ../nbs/01_data.ipynb #c006
@@ -420,6 +427,90 @@ def stratified_splits(groups:list[str], # the stratum (task) of each record
     out['train'] = order[start:]
     return out
 
+# %% ../nbs/01_data.ipynb #c064b
+ARITHMETIC_LEVELS = {1: (1, 1), 2: (2, 2), 3: (3, 3), 4: (4, 4)}  # difficulty level -> digits of the two operands (ours)
+
+ARITHMETIC_TEMPLATE = f"""Given an addition question, please compute the sum. Respond in the following format:
+<reasoning>
+...
+</reasoning>
+<answer>
+...
+</answer>
+{CONFIDENCE_INSTRUCTION}
+
+For the answer, only output the sum as a number, and nothing else.
+
+Begin!
+Question: What is {{a}} + {{b}}?
+Please reason step by step."""
+
+def arithmetic_prompt(a:int, # the first operand, as asked
+                      b:int, # the second operand
+                     ) -> str:
+    "The user prompt of the sum `a + b`, in the format of the paper's Science Q&A prompt."
+    return ARITHMETIC_TEMPLATE.format(a=a, b=b)
+
+def arithmetic_demonstration(a:int, # the first operand
+                             b:int, # the second operand
+                            ) -> str:
+    "The SDFT gold demonstration of `a + b`, in the student's format, ending in `Confidence: 1.0`."
+    return f"<reasoning>\n{a} + {b} = {a + b}.\n</reasoning>\n<answer>\n{a + b}\n</answer>\n{DEMONSTRATION_CONFIDENCE}"
+
+# %% ../nbs/01_data.ipynb #c064e
+ARITHMETIC_POOL = 400  # candidate pairs per level (ours): enough for the test and validation splits and a training pool
+ARITHMETIC_SPLIT = {'test': 40, 'validation': 8}  # questions per level (ours): 4 levels x 40 = 160 test questions
+
+def _operand_range(d:int) -> range: return range(0, 10) if d == 1 else range(10 ** (d - 1), 10 ** d)
+
+def _level_pairs(level:int, rng:random.Random) -> list[tuple[int, int]]:
+    "The candidate operand pairs of one level, shuffled, each in the order it is asked."
+    da, db = ARITHMETIC_LEVELS[level]
+    ra, rb = _operand_range(da), _operand_range(db)
+    key = lambda a, b: (min(a, b), max(a, b))
+    n_all = len(ra) * (len(ra) + 1) // 2 if da == db else len(ra) * len(rb)
+    if n_all <= ARITHMETIC_POOL: pairs = sorted({key(a, b) for a in ra for b in rb})
+    else:
+        seen = set()
+        while len(seen) < ARITHMETIC_POOL: seen.add(key(rng.choice(ra), rng.choice(rb)))
+        pairs = sorted(seen)
+    rng.shuffle(pairs)
+    return [(b, a) if rng.random() < 0.5 else (a, b) for a, b in pairs]
+
+def arithmetic_row(level:int, # the difficulty level, a key of `ARITHMETIC_LEVELS`
+                   a:int, b:int, # the operands, in the order asked
+                  ) -> dict:
+    "One dataset row for the sum `a + b`."
+    da, db = ARITHMETIC_LEVELS[level]
+    return dict(id=f'arithmetic-{a}+{b}', prompt=[{'role': 'user', 'content': arithmetic_prompt(a, b)}], answer=str(a + b),
+                privileged_context=arithmetic_demonstration(a, b), domain='arithmetic', task=f'{da}-digit + {db}-digit',
+                difficulty=level)
+
+def arithmetic_splits(seed:int=0, # the draw's seed
+                     ) -> dict[str, list[dict]]:
+    "{'test': rows, 'validation': rows, 'train': rows}: disjoint in the operand pair, levels interleaved."
+    out = {k: [] for k in (*ARITHMETIC_SPLIT, 'train')}
+    for level in ARITHMETIC_LEVELS:
+        pairs, start = _level_pairs(level, random.Random(f'caopd-arithmetic-{seed}-{level}')), 0
+        for name, n in ARITHMETIC_SPLIT.items():
+            out[name].append(pairs[start:start + n]); start += n
+        out['train'].append(pairs[start:])
+    def interleave(per_level):  # the i-th question of every level, then the (i+1)-th
+        return [arithmetic_row(level, *p[i]) for i in range(max(map(len, per_level)))
+                for level, p in zip(ARITHMETIC_LEVELS, per_level) if i < len(p)]
+    return {k: interleave(v) for k, v in out.items()}
+
+def load_arithmetic(split:str, # 'train', 'validation', 'test' or 'all'
+                    data_dir:str|Path|None=None, # unused: the questions are generated (accepted like the other loaders)
+                    seed:int=0, # the draw's seed
+                   ):
+    "This project's integer-addition domain as a `datasets.Dataset` with id, prompt, answer, privileged_context, domain, task, difficulty."
+    from datasets import Dataset
+    if split not in ('train', 'validation', 'test', 'all'):
+        raise ValueError(f"unknown arithmetic split {split!r}: use 'train', 'validation', 'test' or 'all'")
+    s = arithmetic_splits(seed)
+    return Dataset.from_list(s['test'] + s['validation'] + s['train'] if split == 'all' else s[split])
+
 # %% ../nbs/01_data.ipynb #c052
 def chemistry_row(index:int, # the record's index in the file
                   record:dict, # the SciKnowEval record
@@ -484,12 +575,13 @@ def load_toolalpaca(split:str, # 'train', 'test', 'simulated', 'real' or 'all'
     return Dataset.from_list([r for apis, src in parts for r in toolalpaca_rows(apis, src)])
 
 # %% ../nbs/01_data.ipynb #c054
-def load_domain(domain:str, # 'chemistry' (SciKnowEval Chemistry L3) or 'tooluse' (ToolAlpaca)
+def load_domain(domain:str, # 'chemistry' (SciKnowEval Chemistry L3), 'tooluse' (ToolAlpaca) or 'arithmetic' (ours)
                 split:str, # a split name of that domain
-                **kwargs, # passed to `load_chemistry` / `load_toolalpaca` (data_dir, seed for chemistry)
+                **kwargs, # passed to `load_chemistry` / `load_toolalpaca` / `load_arithmetic` (data_dir; seed for chemistry)
                ):
     "The rows of one domain's split."
-    return {'chemistry': load_chemistry, 'tooluse': load_toolalpaca}[check_domain(domain)](split, **kwargs)
+    loaders = {'chemistry': load_chemistry, 'tooluse': load_toolalpaca, 'arithmetic': load_arithmetic}
+    return loaders[check_domain(domain)](split, **kwargs)
 
 # %% ../nbs/01_data.ipynb #c056
 def shipped_data_dir(name:str, # a folder of the repository's `data/`: 'fixtures', 'paper' or 'recipes'

@@ -11,17 +11,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from fastcore.script import call_parse, store_true
 from .confidence import parse_confidence
-from .data import DOMAINS, check_domain, environment_record, load_domain
-from .verifiers import verify
+from .data import PAPER_DOMAINS, check_domain, environment_record, load_domain
+from .verifiers import answer_letter, extract_answer, verify
 from .metrics import METRICS, METRIC_NAMES, calibration_report, interval_text
 from .figures import confidence_histogram, reliability_diagram, save_figure
 
 # %% auto #0
-__all__ = ['OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'BACKENDS', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'generate', 'generate_vllm',
-           'openai_client', 'generate_openai', 'ScriptedAPI', 'resolve_backend', 'score_completion',
-           'score_completions', 'write_jsonl', 'append_jsonl', 'read_jsonl', 'report_markdown', 'RunMismatchError',
-           'prompts_sha256', 'kept_records', 'open_run', 'evaluate', 'write_run', 'confidence_probe',
-           'elicit_confidence', 'other_domain', 'protocol', 'main']
+__all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'BACKENDS', 'BREAKDOWNS', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS',
+           'generate', 'generate_vllm', 'openai_client', 'generate_openai', 'ScriptedAPI', 'resolve_backend',
+           'score_completion', 'score_completions', 'write_jsonl', 'append_jsonl', 'read_jsonl', 'report_markdown',
+           'breakdown_key', 'breakdown', 'breakdown_markdown', 'RunMismatchError', 'prompts_sha256', 'kept_records',
+           'open_run', 'evaluate', 'write_run', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol',
+           'main']
 
 # %% ../nbs/09_evaluate.ipynb #c006
 def _generate_batches(model, tokenizer, # a transformers causal LM and its tokenizer
@@ -43,6 +44,8 @@ def _generate_batches(model, tokenizer, # a transformers causal LM and its token
                 ids = model.generate(**enc, pad_token_id=pad_id, **generate_kwargs)
             done(keys[b:b + batch_size], tokenizer.batch_decode(ids[:, enc['input_ids'].shape[1]:], skip_special_tokens=True))
     finally: tokenizer.padding_side = side
+
+GENERATE_TOP_K = 50  # transformers' default top_k, stated: the embedded model's generation config sets none
 
 def generate(model,  # a transformers causal LM
              tokenizer,  # its tokenizer, with a chat template
@@ -70,7 +73,8 @@ def generate(model,  # a transformers causal LM
              for p in prompts]
     jobs = sorted(jobs, key=lambda o: -len(texts[o[0]]))
     out = [[None] * n for _ in texts]
-    sampling = dict(do_sample=True, temperature=temperature, top_p=top_p) if temperature > 0 else dict(do_sample=False)
+    sampling = (dict(do_sample=True, temperature=temperature, top_p=top_p, top_k=GENERATE_TOP_K) if temperature > 0
+                else dict(do_sample=False))
     torch.manual_seed(seed)
     bar = tqdm(total=len(jobs), desc='generate', unit='sample', disable=not progress)
     def done(batch, completions):
@@ -294,7 +298,8 @@ def score_completion(row:dict,  # a dataset row with `id`, `answer` and `prompt`
     extra = {k: v for k, v in completion.items() if k != 'completion'} if isinstance(completion, dict) else {}
     text = completion['completion'] if isinstance(completion, dict) else completion
     conf = parse_confidence(text)
-    return dict(id=row['id'], sample=sample, prompt=row.get('prompt'), completion=text, answer=row['answer'],
+    level = {'difficulty': row['difficulty']} if row.get('difficulty') is not None else {}  # rows that have one
+    return dict(id=row['id'], sample=sample, prompt=row.get('prompt'), completion=text, answer=row['answer'], **level,
                 correct=bool(verify(domain, text, row['answer'])), confidence=conf, parsed=conf is not None, **extra)
 
 def score_completions(rows,  # dataset rows with `id`, `answer` and `prompt` (a `datasets.Dataset` or list of dicts)
@@ -362,6 +367,45 @@ def report_markdown(report:dict,  # a `calibration_report` (older reports with f
     if any(isinstance(v, (int, float)) and not math.isnan(v) for k, v in report.items() if k.endswith(('_lo', '_hi'))):
         notes.append(f'[lo, hi]: {level:.0%} bootstrap interval over prompts.')
     return '\n'.join(lines + ([''] + notes if notes else [])) + '\n'
+
+# %% ../nbs/09_evaluate.ipynb #c033b
+BREAKDOWNS = {'difficulty': 'level', 'answer': 'gold letter'}  # record field -> what its groups are called
+
+def breakdown_key(records:list[dict], # per-sample records
+                  domain:str, # the evaluated domain
+                 ) -> str|None:
+    "The record field a report is broken down by: 'difficulty' when every record has one, 'answer' (gold letter) for multiple choice, else None."
+    if records and all(r.get('difficulty') is not None for r in records): return 'difficulty'
+    return 'answer' if check_domain(domain) == 'chemistry' else None
+
+def breakdown(records:list[dict], # per-sample records
+              key:str, # a field of `BREAKDOWNS`
+              n_boot:int=1000, # bootstrap resamples per group
+              seed:int=0, # bootstrap seed
+             ) -> dict[str, dict]:
+    "One calibration report per value of `key`, in order; for gold letters also `answered`: how many samples answered that letter."
+    if key not in BREAKDOWNS: raise ValueError(f"key={key!r}: break a report down by one of {list(BREAKDOWNS)}")
+    out = {}
+    for v in sorted({r[key] for r in records}, key=lambda v: (str(type(v)), v)):
+        sub = [r for r in records if r[key] == v]
+        rep = calibration_report([r['confidence'] for r in sub], [r['correct'] for r in sub], groups=[r['id'] for r in sub],
+                                 n_boot=n_boot, seed=seed)
+        if key == 'answer': rep['answered'] = sum(answer_letter(extract_answer(r['completion'])) == v for r in records)
+        out[str(v)] = rep
+    return out
+
+def breakdown_markdown(by:dict[str, dict], # `breakdown(...)`
+                       key:str, # its field
+                       title:str='', # a heading line
+                      ) -> str:
+    "A Markdown table of a breakdown: per group, n, accuracy, mean confidence, OCG, ECE (and `answered` for letters)."
+    letters = key == 'answer'
+    head = f"| {BREAKDOWNS[key]} | n | accuracy | mean confidence | OCG | ECE |" + (' answered |' if letters else '')
+    lines = ([f'### {title}', ''] if title else []) + [head, '|---' * (head.count('|') - 1) + '|']
+    for g, rep in by.items():
+        cells = [g, str(rep['n'])] + [_cell(rep, m) for m in ('accuracy', 'mean_confidence', 'ocg', 'ece')]
+        lines.append('| ' + ' | '.join(cells + ([str(rep['answered'])] if letters else [])) + ' |')
+    return '\n'.join(lines) + '\n'
 
 # %% ../nbs/09_evaluate.ipynb #c034a
 EVAL_SETTINGS_FILE = 'eval_settings.json'  # in a run folder: the settings its records were made with
@@ -519,12 +563,15 @@ def write_run(out,  # the run folder
               report:dict,  # their `calibration_report`
               settings:dict,  # what produced them (model, domain, split, ...)
              ) -> Path:
-    "Write records, report (JSON and Markdown) and the two calibration figures into the run folder `out`."
+    "Write records, report (JSON and Markdown, with the breakdown by level or gold letter) and the two calibration figures into `out`."
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     write_jsonl(records, out/'records.jsonl')
-    (out/'report.json').write_text(json.dumps(dict(settings=settings, report=report), indent=2) + '\n')
+    key = breakdown_key(records, settings['domain']) if settings.get('domain') else None
+    by = dict(key=key, groups=breakdown(records, key)) if key else None
+    (out/'report.json').write_text(json.dumps(dict(settings=settings, report=report, breakdown=by), indent=2) + '\n')
     title = f"{settings.get('model')} on {settings.get('domain')}/{settings.get('split')} (n={report['n']})"
-    (out/'report.md').write_text(report_markdown(report, title))
+    (out/'report.md').write_text(report_markdown(report, title)
+                                 + (f"\n{breakdown_markdown(by['groups'], key, f'By {BREAKDOWNS[key]}')}" if by else ''))
     conf = [r['confidence'] for r in records]; correct = [r['correct'] for r in records]
     save_figure(reliability_diagram(conf, correct, title=f'Reliability: {title}'), out/'reliability')
     save_figure(confidence_histogram({'verbalized confidence': [c for c in conf if c is not None]},
@@ -566,7 +613,8 @@ def elicit_confidence(model, # a transformers causal LM
 def other_domain(domain:str,  # 'chemistry' or 'tooluse'
                 ) -> str:
     "The paper's other domain: the OOD test domain of a model trained on `domain`."
-    return DOMAINS[1 - DOMAINS.index(check_domain(domain))]
+    if check_domain(domain) not in PAPER_DOMAINS: raise ValueError(f"{domain!r} has no OOD partner: the paper's OOD and CT protocols pair {PAPER_DOMAINS}")
+    return PAPER_DOMAINS[1 - PAPER_DOMAINS.index(domain)]
 
 def protocol(train_domains,  # the domains trained on, in order (a list, one domain, or 'tooluse>chemistry')
              eval_domain:str,  # the test domain

@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from .data import PAPER_DOMAINS
 from .figures import METHOD_NAMES, wide_table
 from .methods import TRAINABLE  # the methods a training run can make
 from .metrics import REPORT_KEYS, interval_text
@@ -139,7 +140,7 @@ def missing_run_commands(missing:pd.DataFrame, # rows with domain (the test doma
                          **params, # more notebook parameters for every run, e.g. model='Qwen3-8B', preset='paper'
                         ) -> list:
     "papermill commands (and '# ...' notes) that make the runs behind the rows of `missing`."
-    other = {'chemistry': 'tooluse', 'tooluse': 'chemistry'}
+    other = dict(zip(PAPER_DOMAINS, reversed(PAPER_DOMAINS)))  # the paper's OOD pairs (caopd.evaluate.other_domain)
     out = []
     for r in missing.to_dict('records'):
         d, m, s = r.get('domain', ''), r.get('method', ''), str(r.get('setting', '') or '')

@@ -12,26 +12,29 @@ from .methods import check_method
 from .runs import RunFolder, is_run
 
 # %% auto #0
-__all__ = ['PRESETS', 'PAPER_NODE_GPUS', 'OFF', 'RunArguments', 'resolve_settings', 'select_prompts', 'warmup_stage',
-           'trainer_config', 'lora_config', 'method_args', 'RunFolderLog', 'plan_node', 'run_memory_plan',
-           'save_trained', 'train', 'cli_args', 'recipe_path', 'launch_command', 'server_command', 'run_logged',
-           'dry_run', 'grid_plans', 'plans_markdown', 'parse_args', 'main']
+__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'RunArguments', 'resolve_settings', 'select_prompts',
+           'warmup_stage', 'trainer_config', 'lora_config', 'method_args', 'RunFolderLog', 'plan_node',
+           'run_memory_plan', 'save_trained', 'train', 'cli_args', 'recipe_path', 'launch_command', 'server_command',
+           'run_logged', 'dry_run', 'grid_plans', 'plans_markdown', 'parse_args', 'main']
 
 # %% ../nbs/13_train.ipynb #c006
 PRESETS = {
     # micro-batch 1 (not in the paper, ours): at 8192 response tokens the float32 logits of 8 completions over Qwen3's
     # 152k vocabulary alone take about 150 GiB per GPU (caopd.preflight.memory_plan); gradient accumulation keeps the
     # paper's question batch of 32 x K = 8 completions per optimizer step
-    'paper': dict(K=8, learning_rate=1e-5, max_steps=-1, num_train_epochs=1,  # epochs: not in the paper (ours)
+    'paper': dict(domain='chemistry', K=8, learning_rate=1e-5, max_steps=-1, num_train_epochs=1,  # epochs: not in the paper (ours)
                   prompts_per_step=32, per_device_train_batch_size=1, max_completion_length=8192, n_train=0,
                   eval_limit=0, eval_samples=8, eval_max_new_tokens=8192, eval_batch_size=64, use_vllm=True,
                   warmup_steps=10, elicit=False, format_warmup=False, format_warmup_steps=0,
+                  eval_temperature=0.6, eval_top_p=0.95, rollout_sampling='paper',  # training rollouts at 1.0 (Table 6)
                   save_steps=50),  # checkpoint interval: ours
-    'cpu': dict(K=4, learning_rate=1e-4, max_steps=6, num_train_epochs=1, prompts_per_step=2,
-                per_device_train_batch_size=4, max_completion_length=64, n_train=64, eval_limit=64, eval_samples=1,
-                eval_max_new_tokens=80, eval_batch_size=32, use_vllm=False, warmup_steps=0, elicit=False,
-                format_warmup='value', format_warmup_steps=8, save_steps=2),
+    'cpu': dict(domain='arithmetic', K=4, learning_rate=1e-4, max_steps=8, num_train_epochs=1, prompts_per_step=4,
+                per_device_train_batch_size=4, max_completion_length=64, n_train=64, eval_limit=0, eval_samples=1,
+                eval_max_new_tokens=64, eval_batch_size=32, use_vllm=False, warmup_steps=0, elicit=False,
+                format_warmup='value', format_warmup_steps=8, eval_temperature=0.6, eval_top_p=0.95,
+                rollout_sampling='eval', save_steps=2),
 }
+ROLLOUT_SAMPLING = ('eval', 'paper')  # training rollouts sampled as the evaluation samples, or as Table 6 trains
 PAPER_NODE_GPUS = 4  # the paper's node (appendix "Compute Infrastructure"): four H200 GPUs; caopd.preflight.PAPER_NODE
 
 # %% ../nbs/13_train.ipynb #c008
@@ -42,7 +45,8 @@ class RunArguments:
     "The parameters of one training run (`nbs/train.ipynb`'s parameters); `None` takes the preset's value."
     model: str = _h("paper alias (Qwen3-8B, Olmo-3-7B-Instruct, ...), Hugging Face id or local folder",
                     default='smollm2-135m-instruct')
-    domain: str = _h("training domain: 'chemistry' or 'tooluse'", default='chemistry')
+    domain: str | None = _h("training domain: 'chemistry', 'tooluse' or 'arithmetic' (ours); None: the preset's "
+                            "('arithmetic' for cpu, 'chemistry' for paper)", default=None)
     method: str = _h("sdft, sdpo, caopd-sdft, caopd-sdpo, grpo, rlcr or caopd-sdft-tasc (Table 4)", default='caopd-sdft')
     eval_domain: str | None = _h("test domain; None: the training domain (ID); the other one: OOD", default=None)
     init_from: str | None = _h("a finished run folder to continue training from (continual training, CT)", default=None)
@@ -64,6 +68,11 @@ class RunArguments:
     eval_samples: int | None = _h("samples per test prompt (Table 6 validation: 8)", default=None)
     eval_max_new_tokens: int | None = _h("evaluation generation budget", default=None)
     eval_batch_size: int | None = _h("sequences per evaluation generation batch (transformers backend)", default=None)
+    eval_temperature: float | None = _h("evaluation sampling temperature (Table 6 validation: 0.6)", default=None)
+    eval_top_p: float | None = _h("evaluation nucleus mass (Table 6 validation: 0.95)", default=None)
+    rollout_sampling: str | None = _h("how training rollouts are sampled: 'eval' (the evaluation's temperature and "
+                                      "top-p, so mu_hat is the deployed policy's success rate) or 'paper' (Table 6's "
+                                      "training temperature 1.0)", default=None)
     backend: str = _h("evaluation backend: 'auto', 'transformers' or 'vllm'", default='auto')
     elicit: bool | None = _h("also ask for a confidence after each test completion (transformers only)", default=None)
     use_vllm: bool | None = _h("vLLM for training rollouts", default=None)
@@ -88,7 +97,7 @@ class RunArguments:
                           "needs them); caopd.train always saves them", default=True)
     seed: int = _h("seed of training and evaluation sampling", default=0)
     data_dir: str | None = _h("data folder (None: $CAOPD_DATA_DIR or ../shared/data)", default=None)
-    out: str = _h("the run folder", default='runs/train/smollm2-chemistry-caopd-sdft')
+    out: str = _h("the run folder", default='runs/train/smollm2-arithmetic-caopd-sdft')
     dry_run: bool = _h("build every config, print the launch command and the memory plan, and stop", default=False)
 
 # %% ../nbs/13_train.ipynb #c011
@@ -127,7 +136,10 @@ def resolve_settings(run:RunArguments) -> dict:
     if not isinstance(overrides, dict): raise ValueError(f"trainer_overrides must be a dict, got {overrides!r}")
 
     # continual training starts from an earlier run's checkpoint and extends its sequence of training domains
-    start, train_domains, model_name = run.model, [run.domain], run.model
+    domain = check_domain(cfg.pop('domain'))  # the run's, else the preset's
+    if cfg['rollout_sampling'] not in ROLLOUT_SAMPLING:
+        raise ValueError(f"rollout_sampling={cfg['rollout_sampling']!r}: use one of {ROLLOUT_SAMPLING}")
+    start, train_domains, model_name = run.model, [domain], run.model
     if run.init_from is not None:
         if not is_run(run.init_from) and not run.dry_run:
             raise FileNotFoundError(f"init_from={run.init_from!r} is not a finished run folder (settings.json and "
@@ -137,15 +149,15 @@ def resolve_settings(run:RunArguments) -> dict:
             if not Path(start).is_dir():
                 raise FileNotFoundError(f"{start} is missing: the run {run.init_from} was made with save_model=False; re-run it")
             prev = RunFolder(run.init_from).read_settings()
-            train_domains, model_name = list(prev['train_domains']) + [run.domain], prev['model']
-        else: train_domains = ['(init_from)', run.domain]  # a dry run before its first stage ran
+            train_domains, model_name = list(prev['train_domains']) + [domain], prev['model']
+        else: train_domains = ['(init_from)', domain]  # a dry run before its first stage ran
         cfg['format_warmup'] = False  # the earlier run's checkpoint already answers in the format
-    eval_domain = run.eval_domain or run.domain
+    eval_domain = run.eval_domain or domain
     # the warm-up stands in for the instruction tuning behind the paper's models, which answer in every domain's format
     # from the start; so by default it shows the formats of the domains the run trains and is tested on (ours)
     w = run.format_warmup_domains
     if isinstance(w, str): w = [d.strip() for d in w.split(',') if d.strip()]
-    warmup_domains = [check_domain(d) for d in dict.fromkeys(w or [run.domain, eval_domain])] if cfg['format_warmup'] else []
+    warmup_domains = [check_domain(d) for d in dict.fromkeys(w or [domain, eval_domain])] if cfg['format_warmup'] else []
 
     world = _world(run, preset)
     completions = cfg['prompts_per_step'] * cfg['K']
@@ -156,7 +168,7 @@ def resolve_settings(run:RunArguments) -> dict:
         raise ValueError(f"prompts_per_step x K = {completions} completions must split into micro-batches of "
                          f"per_device_train_batch_size x processes = {b} x {world} that hold whole groups of K = "
                          f"{cfg['K']} or divide one: change prompts_per_step, per_device_train_batch_size or num_processes")
-    return dict(model=model_name, start=start, data_dir=run.data_dir, domain=run.domain, method=run.method,
+    return dict(model=model_name, start=start, data_dir=run.data_dir, domain=domain, method=run.method,
                 eval_domain=eval_domain, train_domains=train_domains, warmup_domains=warmup_domains,
                 protocol=protocol(train_domains, eval_domain) if run.init_from is None or is_run(run.init_from) else 'ct',
                 init_from=run.init_from, preset=preset,
@@ -226,6 +238,10 @@ def trainer_config(settings:dict, # `resolve_settings(...)`
                save_total_limit=2, report_to=settings['report_to'], run_name=settings['run_name'],
                push_to_hub=settings['push_to_hub'], hub_model_id=settings['hub_model_id'], disable_tqdm=False)
     if settings['use_vllm']: cfg.update(use_vllm=True, vllm_mode=settings['vllm_mode'])
+    if settings['rollout_sampling'] == 'eval':  # rollouts sampled as the evaluation samples; the loss keeps temperature 1
+        from caopd.evaluate import GENERATE_TOP_K
+        cfg['generation_kwargs'] = dict(temperature=settings['eval_temperature'], top_p=settings['eval_top_p'],
+                                        top_k=GENERATE_TOP_K)
     return {**cfg, **settings['trainer_overrides']}
 
 def lora_config(settings:dict):
@@ -246,7 +262,7 @@ def method_args(settings:dict, folder:RunFolder):
 from transformers import TrainerCallback
 
 class RunFolderLog(TrainerCallback):
-    "Rewrite the run folder's train_log.jsonl and mu_hat.jsonl at every log (main process), so a killed run keeps them."
+    "Rewrite the run folder's train_log.jsonl and rollouts.jsonl at every log (main process), so a killed run keeps them."
     def __init__(self, folder:RunFolder, trainer=None): self.folder, self.trainer, self.earlier = folder, trainer, []
     def on_train_begin(self, args, state, control, **kwargs):
         "A resumed run (global_step > 0) keeps the targets of the steps its checkpoint holds."
