@@ -110,8 +110,14 @@ def resolve_settings(run:RunArguments) -> dict:
     import torch
     from caopd.data import check_domain, environment_record
     from caopd.evaluate import protocol
+    from caopd.preflight import version_table
     preset = run.preset
-    if preset == 'auto': preset = 'paper' if torch.cuda.is_available() else 'cpu'
+    if preset == 'auto' and torch.cuda.is_available(): preset = 'paper'
+    elif preset == 'auto':  # no usable GPU: the CPU preset, unless the model is too large to train on CPU
+        from caopd.preflight import NoGPUError, cpu_refusal
+        refusal = cpu_refusal(run.model)
+        if refusal and not run.dry_run: raise NoGPUError(refusal)
+        preset = 'paper' if refusal else 'cpu'  # a dry run plans the paper's run on its node
     if preset not in PRESETS: raise ValueError(f"preset={run.preset!r}: use 'cpu', 'paper' or 'auto'")
     check_method(run.method)
     if run.vllm_mode not in ('colocate', 'server'): raise ValueError(f"vllm_mode={run.vllm_mode!r}: 'colocate' or 'server'")
@@ -165,7 +171,8 @@ def resolve_settings(run:RunArguments) -> dict:
                 lora_r=run.lora_r, resume=run.resume, report_to=run.report_to,
                 run_name=run.run_name or Path(run.out).name, push_to_hub=run.push_to_hub, hub_model_id=run.hub_model_id,
                 trainer_overrides=overrides, save_model=run.save_model, out=str(run.out),
-                environment=environment_record())  # package versions and the git commit of this checkout
+                environment=environment_record(),  # package versions and the git commit of this checkout
+                versions=version_table())  # torch, CUDA, vLLM, TRL, transformers against their supported ranges
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:dict, # `resolve_settings(...)`
@@ -399,6 +406,9 @@ def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dic
     if verbose:
         print(f"{settings['method']} on {settings['model']} ({settings['preset']} preset, {settings['protocol']}); "
               f"run folder {run.out}")
+        if run.preset == 'auto' and settings['preset'] == 'paper' and settings['scale'] == 'cpu':
+            print("preset auto: no usable GPU here, so this is the plan of the paper preset on the paper's node; "
+                  "training here would stop (pass --preset paper on the GPU node)")
         print(f"{type(args).__name__} (fields that differ from TRL's defaults):")
         for k, v in changed.items(): print(f'  {k} = {v!r}')
         print(f'memory: {plan.summary()}')
