@@ -4,11 +4,11 @@
 
 # %% auto #0
 __all__ = ['PAPER_MODELS', 'PUBLISHED_PARAMS', 'GIB', 'DTYPE_BYTES', 'GPUS', 'SELF_DISTILLATION', 'RL_METHODS', 'OPTIMIZER_BYTES',
-           'PART_NAMES', 'MIN_DRIVER', 'VERSION_PACKAGES', 'CPU_MAX_PARAMS', 'ModelSpec', 'spec_from_config',
-           'model_spec', 'gpu_capacity_gib', 'activation_bytes_per_token', 'lora_params', 'MemoryPlan', 'memory_plan',
-           'MemoryPlanError', 'describe_fix', 'suggest_fixes', 'refusal_message', 'check_fits', 'preflight',
-           'cuda_status', 'no_gpu_reason', 'declared_ranges', 'version_table', 'versions_markdown', 'NoGPUError',
-           'cpu_refusal', 'measure_cpu_peak']
+           'CUDA_CONTEXT_GIB', 'NCCL_BUFFSIZE', 'NCCL_CHANNELS', 'PART_NAMES', 'MIN_DRIVER', 'VERSION_PACKAGES',
+           'CPU_MAX_PARAMS', 'ModelSpec', 'spec_from_config', 'model_spec', 'gpu_capacity_gib',
+           'activation_bytes_per_token', 'lora_params', 'MemoryPlan', 'memory_plan', 'MemoryPlanError', 'describe_fix',
+           'suggest_fixes', 'refusal_message', 'check_fits', 'preflight', 'cuda_status', 'no_gpu_reason',
+           'declared_ranges', 'version_table', 'versions_markdown', 'NoGPUError', 'cpu_refusal', 'measure_cpu_peak']
 
 # %% ../nbs/12_preflight.ipynb #c002
 import functools, itertools, os
@@ -122,9 +122,13 @@ GPUS = {'H200': 143771 / 1024, 'H100': 81559 / 1024, 'A100': 81920 / 1024}
 SELF_DISTILLATION = tuple(m for m in TRAINABLE if METHODS[m].teacher)  # methods with a teacher (caopd.methods)
 RL_METHODS = tuple(m for m in TRAINABLE if not METHODS[m].teacher)  # GRPO on TRL's GRPOTrainer: no teacher (beta=0: no reference model either)
 # optimizer memory per trainable parameter, in units of the weights' dtype: its state (AdamW: two moments; 8-bit
-# AdamW: two 1-byte moments against fp32 weights) plus the step's temporary (torch's foreach AdamW, the default, makes
-# one full-size tensor, sqrt of the second moment, while it updates)
-OPTIMIZER_BYTES = {'adamw': 2 + 1, 'adamw_8bit': 0.5, 'sgd': 0}
+# AdamW: two 1-byte moments against fp32 weights) plus the step's temporary. 'adamw' is transformers' default with
+# torch >= 2.8, `adamw_torch_fused` (training_args.py), whose fused kernel makes no full-size temporary;
+# 'adamw_foreach' (optim='adamw_torch') makes one, sqrt of the second moment for all parameters at once
+OPTIMIZER_BYTES = {'adamw': 2, 'adamw_foreach': 2 + 1, 'adamw_8bit': 0.5, 'sgd': 0}
+CUDA_CONTEXT_GIB = 0.5  # per process: CUDA context, cuBLAS/cuDNN handles and workspaces (an estimate; see the table)
+NCCL_BUFFSIZE = 4 * 2 ** 20  # NCCL_BUFFSIZE's documented default (NCCL environment variables)
+NCCL_CHANNELS = 32  # NCCL_MAX_NCHANNELS: the most channels NCCL opens by default
 
 def gpu_capacity_gib(device:str='H200', # a name in `GPUS`, or 'cpu' for this machine's RAM
                     ) -> float:
@@ -156,7 +160,8 @@ def lora_params(spec:ModelSpec, # the model
     return spec.n_layers * per_layer
 
 # %% ../nbs/12_preflight.ipynb #c020
-PART_NAMES = ('weights', 'gradients', 'optimizer', 'teacher', 'gather', 'activations', 'logits', 'vllm', 'runtime')
+PART_NAMES = ('weights', 'gradients', 'optimizer', 'teacher', 'gather', 'activations', 'logits', 'vllm', 'cuda_context',
+              'nccl')
 
 @dataclass
 class MemoryPlan:
@@ -168,6 +173,7 @@ class MemoryPlan:
     settings: dict  # the arguments of `memory_plan`, to re-plan with changes
     notes: list = field(default_factory=list)  # assumptions taken and problems found
     headroom: float = 0.05  # fraction of the device kept free for fragmentation
+    host: float = 0.0  # GiB of the node's CPU RAM while the model loads (all processes of the node), not in `total`
 
     def replan(self, **changes) -> 'MemoryPlan':
         "The plan of the same run with some settings changed."
@@ -202,8 +208,10 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
                 teacher_prompt_len:int|None=None, # teacher context tokens; None: prompt + one response (demo/sibling)
                 teacher_model_kind:str='ema', # 'ema' (paper), 'base' (a frozen copy too) or 'live' (no copy)
                 device:str='H200', # a GPU of `GPUS`, or 'cpu' (fp32 compute, no vLLM, capacity = this machine's RAM)
-                logits_bytes:int=4, # bytes of one logit in the loss (fp32)
+                logits_bytes:int|None=None, # bytes of one stored logit; None: the compute dtype (bf16 on GPU, fp32 on CPU)
                 headroom:float=0.05, # fraction of the device kept free (allocator fragmentation)
+                cpu_ram_efficient_loading:bool=True, # accelerate's FSDP option (the shipped recipe): one process reads
+                host_ram_gib:float|None=None, # the node's CPU RAM, to warn when loading exceeds it; None: not checked
                ) -> MemoryPlan:
     "Per-GPU memory of one training step of `method` on `spec`, part by part, against the device's capacity."
     settings = {k: v for k, v in locals().items()}
@@ -230,7 +238,8 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
         trainable = N
     grads = trainable * train_w / s
     if n_gpus > 1 and not fsdp: grads *= 2; notes.append('DDP: gradients counted twice (bucket copy)')
-    opt = trainable * train_w * OPTIMIZER_BYTES[optimizer] / s
+    # on CPU the measured peak of fused AdamW is that of the foreach one (see "Checked against a measured peak on CPU")
+    opt = trainable * train_w * OPTIMIZER_BYTES['adamw_foreach' if optimizer == 'adamw' and not on_gpu else optimizer] / s
     if not lora_r and w == 2 and not mixed:
         notes.append(f'{dtype} weights without FSDP: AdamW states in {dtype} too (no fp32 master copy)')
     # teacher
@@ -255,7 +264,8 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
     if has_teacher:
         t_tokens = micro_batch * ((teacher_prompt_len or prompt_len + completion_len) + completion_len)
         acts += t_tokens * (per_layer + b * h)  # the teacher's forward: one layer's working set + the residual stream
-    logits = micro_batch * completion_len * V * logits_bytes * (4 if has_teacher else 2)
+    # stored copies (student's, its gradient, the teacher's; GRPO: the student's) + one fp32 log-sum-exp temporary
+    logits = micro_batch * completion_len * V * ((3 if has_teacher else 1) * (logits_bytes or b) + 4)
     # vLLM
     vllm = 0.0
     if use_vllm and on_gpu:
@@ -269,14 +279,24 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
             seqs = int((vllm - need + kv_seq) // kv_seq)
             if seqs < K: notes.append(f'vLLM holds {seqs} sequences of {T} tokens at once (< K = {K}): rollouts in waves')
     elif use_vllm: notes.append('device cpu: no vLLM')
-    runtime = 1.0 * GIB if on_gpu else 0.0
-    parts = {k: v / GIB for k, v in zip(PART_NAMES, (weights, grads, opt, teacher, gather, acts, logits, vllm, runtime))}
+    context = CUDA_CONTEXT_GIB * GIB if on_gpu else 0.0
+    nccl = 2 * NCCL_CHANNELS * min(n_gpus - 1, 2) * NCCL_BUFFSIZE if on_gpu and n_gpus > 1 else 0.0
+    parts = {k: v / GIB for k, v in zip(PART_NAMES, (weights, grads, opt, teacher, gather, acts, logits, vllm, context, nccl))}
     step = sum(parts.values())
     if vllm_sleep and vllm:
-        rollout = parts['weights'] + parts['optimizer'] + parts['teacher'] + parts['vllm'] + parts['runtime']
+        rollout = sum(parts[k] for k in ('weights', 'optimizer', 'teacher', 'vllm', 'cuda_context', 'nccl'))
         step = max(step - parts['vllm'], rollout)
+    # host RAM while loading: every reading process holds the student and the teacher's copy in the weights' dtype
+    copies = 1 + (has_teacher and teacher_model_kind != 'live' and not lora_r)
+    readers = 1 if (fsdp and n_gpus > 1 and cpu_ram_efficient_loading) else n_gpus
+    host = readers * copies * N * w / GIB
+    if host_ram_gib and on_gpu and host > host_ram_gib * (1 - headroom):
+        notes.append(f'host RAM at load: {readers} process(es) x {copies} copies of the {dtype} weights = {host:.0f} GiB, '
+                     f'more than the node\'s {host_ram_gib:.0f} GiB: ' + (
+                     'load the weights in bf16 (model_init_kwargs dtype)' if readers == 1 else
+                     "set fsdp_cpu_ram_efficient_loading: true in the accelerate config (one process reads)"))
     ok = step <= capacity * (1 - headroom) and not any('cannot start' in n for n in notes)
-    return MemoryPlan(parts, step, capacity, ok, settings, notes, headroom)
+    return MemoryPlan(parts, step, capacity, ok, settings, notes, headroom, host)
 
 # %% ../nbs/12_preflight.ipynb #c027
 class MemoryPlanError(ValueError):
@@ -530,7 +550,7 @@ torch.manual_seed(0)
 reset_peak(); base = status('VmRSS')
 student = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
 teacher = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval().requires_grad_(False)
-opt = torch.optim.AdamW(student.parameters(), lr=1e-6)
+opt = torch.optim.AdamW(student.parameters(), lr=1e-6, fused=True)  # transformers' default optim (torch >= 2.8)
 V = student.config.vocab_size
 ids = torch.randint(0, V, (B, Tp + Tc)); tids = torch.randint(0, V, (B, Tt + Tc))
 def step():

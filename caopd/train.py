@@ -232,7 +232,13 @@ def trainer_config(settings:dict, # `resolve_settings(...)`
                seed=settings['seed'], logging_steps=1, save_strategy='steps', save_steps=settings['save_steps'],
                save_total_limit=2, report_to=settings['report_to'], run_name=settings['run_name'],
                push_to_hub=settings['push_to_hub'], hub_model_id=settings['hub_model_id'], disable_tqdm=False)
-    if settings['use_vllm']: cfg.update(use_vllm=True, vllm_mode=settings['vllm_mode'])
+    if settings['use_vllm']:
+        cfg.update(use_vllm=True, vllm_mode=settings['vllm_mode'])
+        if settings['vllm_mode'] == 'colocate':  # vLLM would otherwise size its KV cache for the model's whole context
+            from caopd.config import CaOPDSDFTConfig  # (Qwen3: 40,960 tokens); the prompt limit is the config's
+            prompt = settings['trainer_overrides'].get('max_prompt_length') or \
+                CaOPDSDFTConfig.__dataclass_fields__['max_prompt_length'].default
+            cfg['vllm_max_model_length'] = prompt + settings['max_completion_length']
     return {**cfg, **settings['trainer_overrides']}
 
 def lora_config(settings:dict):
@@ -271,15 +277,17 @@ def _main_process() -> bool: return int(os.environ.get('RANK', 0)) == 0
 def plan_node(settings:dict, gpu:str='auto') -> dict:
     "`caopd.preflight.memory_plan` settings of the machine the run trains on: device, GPUs, FSDP, LoRA, vLLM."
     import torch
-    from caopd.preflight import GPUS
+    from caopd.preflight import GPUS, gpu_capacity_gib
     if gpu == 'auto':
         if torch.cuda.is_available():
             name = torch.cuda.get_device_name()
             gpu = next((g for g in GPUS if g in name), None)
             if gpu is None: raise ValueError(f"no memory figure for GPU {name!r}: pass gpu= one of {sorted(GPUS)}")
         else: gpu = 'H200' if settings['preset'] == 'paper' else 'cpu'
+    here = torch.cuda.is_available()  # planning the node it runs on: check loading against this machine's RAM
     return dict(device=gpu, n_gpus=settings['world_size'], fsdp=settings['world_size'] > 1 and gpu != 'cpu',
-                lora_r=settings['lora_r'], use_vllm=bool(settings['use_vllm']) and settings['vllm_mode'] == 'colocate')
+                lora_r=settings['lora_r'], use_vllm=bool(settings['use_vllm']) and settings['vllm_mode'] == 'colocate',
+                host_ram_gib=gpu_capacity_gib('cpu') if here else None)
 
 def run_memory_plan(settings:dict, gpu:str='auto'):
     "The run's `caopd.preflight.MemoryPlan` per GPU (or for this machine's RAM), from the model's config alone."
