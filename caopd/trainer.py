@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['EMA_TEACHER_FILE', 'CAOPD_PAPER', 'empirical_confidence', 'target_denominator', 'CaOPDMixin', 'EMATeacherCheckpoints',
-           'is_sharded', 'full_state_dict', 'tied_names', 'save_ema_teacher', 'load_ema_teacher', 'CaOPDSDFTTrainer',
+           'is_sharded', 'tied_names', 'full_state_dict', 'save_ema_teacher', 'load_ema_teacher', 'CaOPDSDFTTrainer',
            'CaOPDTeacherContextBuilder', 'CaOPDSDPOTrainer', 'script_rollouts', 'StepTimer']
 
 # %% ../nbs/07_trainer.ipynb #c002
@@ -141,18 +141,21 @@ def is_sharded(model:torch.nn.Module) -> bool:
     return any(isinstance(p, DTensor) for p in model.parameters())
 
 
-def full_state_dict(model:torch.nn.Module) -> dict:
-    "`model`'s whole state dict; when FSDP2 shards it, every rank must call this, and rank 0 gets it on CPU (the others: {})."
-    if not is_sharded(model): return model.state_dict()
-    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
-    return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-
-
 def tied_names(model:torch.nn.Module) -> dict:
     "`{name a safetensors file keeps: [the names tied to it]}`, keeping the name `safetensors.torch.save_model` keeps."
     groups = {}
     for name, p in model.named_parameters(remove_duplicate=False): groups.setdefault(id(p), []).append(name)
     return {sorted(g)[0]: sorted(g)[1:] for g in groups.values() if len(g) > 1}
+
+
+def full_state_dict(model:torch.nn.Module) -> dict:
+    "`model`'s whole state dict; when FSDP2 shards it, every rank must call this, and rank 0 gets it on CPU (the others: {})."
+    if not is_sharded(model): return model.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+    state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    for kept, names in tied_names(model).items():  # the gather copies tied weights apart: tie them again, as
+        if kept in state: state.update({n: state[kept] for n in names})  # `model.state_dict()` has them (one tensor)
+    return state
 
 
 def save_ema_teacher(teacher:torch.nn.Module, # the unwrapped teacher, whole or sharded by FSDP2
