@@ -14,8 +14,9 @@ from .runs import RunFolder, is_run
 # %% auto #0
 __all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'RunArguments', 'resolve_settings', 'select_prompts',
            'warmup_stage', 'trainer_config', 'lora_config', 'method_args', 'RunFolderLog', 'plan_node',
-           'run_memory_plan', 'save_trained', 'train', 'cli_args', 'recipe_path', 'launch_command', 'server_command',
-           'run_logged', 'dry_run', 'grid_plans', 'plans_markdown', 'parse_args', 'main']
+           'run_memory_plan', 'save_every_rank', 'merge_adapter', 'save_trained', 'train', 'cli_args', 'recipe_path',
+           'launch_command', 'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown', 'parse_args',
+           'main']
 
 # %% ../nbs/13_train.ipynb #c006
 PRESETS = {
@@ -313,14 +314,37 @@ def run_memory_plan(settings:dict, gpu:str='auto'):
                        micro_batch=settings['per_device_train_batch_size'], **plan_node(settings, gpu))
 
 # %% ../nbs/13_train.ipynb #c025
+def save_every_rank(trainer, out:Path):
+    "`trainer.save_model(out)` that also writes FSDP2-sharded weights as one plain folder; every rank must call it."
+    from caopd.trainer import full_state_dict, is_sharded
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if not is_sharded(model): return trainer.save_model(str(out))  # one process, DDP: transformers writes on the main one
+    state = full_state_dict(model)  # collective: every rank sends its slices to rank 0
+    if trainer.accelerator.is_main_process: model.save_pretrained(str(out), state_dict=state)  # PEFT: the adapter's part
+
+def merge_adapter(adapter:Path, # a folder of `PeftModel.save_pretrained` (the run's `adapter/`)
+                  base:str, # the model the adapter was trained on (the run's `start`)
+                  out:Path, # the folder to write the merged model into
+                  dtype=None, # the base's dtype (the trained model's); default: `caopd.models.load_model`'s
+                 ):
+    "Load `base` on CPU, apply the saved LoRA `adapter`, merge it into the weights and save the plain model to `out`."
+    from peft import PeftModel
+    from caopd.models import load_model
+    model, _ = load_model(base, dtype=dtype, device='cpu')
+    PeftModel.from_pretrained(model, str(adapter)).merge_and_unload().save_pretrained(str(out))
+
 def save_trained(trainer, folder:RunFolder, settings:dict):
-    "The trained model and tokenizer into `folder.checkpoint`, loadable as a plain model (LoRA: merged; adapter kept apart)."
+    "The trained model and tokenizer into `folder.checkpoint`, loadable as a plain model (LoRA: merged; adapter kept apart); every rank must call it."
+    acc = trainer.accelerator
     if settings['lora_r']:
-        trainer.save_model(str(folder.path/'adapter'))  # the adapter alone, as PEFT saves it
-        if trainer.accelerator.is_main_process:
-            trainer.accelerator.unwrap_model(trainer.model).merge_and_unload().save_pretrained(str(folder.checkpoint))
-    else: trainer.save_model(str(folder.checkpoint))  # gathers FSDP shards; writes on the main process
-    if trainer.accelerator.is_main_process: trainer.processing_class.save_pretrained(str(folder.checkpoint))
+        adapter = folder.path/'adapter'
+        save_every_rank(trainer, adapter)
+        acc.wait_for_everyone()  # the adapter is on disk before the main process reads it
+        if acc.is_main_process:
+            merge_adapter(adapter, settings['start'], folder.checkpoint, dtype=acc.unwrap_model(trainer.model).dtype)
+    else: save_every_rank(trainer, folder.checkpoint)
+    if acc.is_main_process: trainer.processing_class.save_pretrained(str(folder.checkpoint))
+    acc.wait_for_everyone()  # no rank goes on (or exits) while the main process still writes
 
 # %% ../nbs/13_train.ipynb #c026
 def train(run:RunArguments, # the run's parameters

@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['EMA_TEACHER_FILE', 'CAOPD_PAPER', 'empirical_confidence', 'target_denominator', 'CaOPDMixin', 'EMATeacherCheckpoints',
-           'CaOPDSDFTTrainer', 'CaOPDTeacherContextBuilder', 'CaOPDSDPOTrainer', 'script_rollouts', 'StepTimer']
+           'is_sharded', 'tied_names', 'full_state_dict', 'save_ema_teacher', 'load_ema_teacher', 'CaOPDSDFTTrainer',
+           'CaOPDTeacherContextBuilder', 'CaOPDSDPOTrainer', 'script_rollouts', 'StepTimer']
 
 # %% ../nbs/07_trainer.ipynb #c002
 import math, os, re, time, warnings
@@ -107,33 +108,98 @@ class EMATeacherCheckpoints:
     def _ema_teacher(self):
         "The separate EMA teacher model, unwrapped, or None when there is none to save."
         if self.args.teacher_model_kind != "ema" or self.teacher_model is self.model: return None
-        if self.is_deepspeed_enabled or self.is_fsdp_enabled:
-            warnings.warn("CaOPD does not checkpoint a sharded EMA teacher (DeepSpeed/FSDP); a resumed run restarts "
-                          "it from the initial weights.", stacklevel=2)
+        fsdp1 = self.is_fsdp_enabled and getattr(self.accelerator.state.fsdp_plugin, "fsdp_version", 1) != 2
+        if self.is_deepspeed_enabled or fsdp1:
+            warnings.warn("CaOPD checkpoints the EMA teacher on one process, under DDP and under FSDP2, not under "
+                          "DeepSpeed or FSDP1; a resumed run restarts it from the initial weights. Use FSDP2 "
+                          "(fsdp_version: 2, as data/recipes/accelerate_fsdp2.yaml) to keep it.", stacklevel=2)
             return None
         return self.accelerator.unwrap_model(self.teacher_model)
 
     def _save_checkpoint(self, model, trial):
-        "transformers' checkpoint, plus the EMA teacher's weights."
+        "transformers' checkpoint, plus the EMA teacher's weights (every rank takes part: FSDP2 gathers its shards)."
         super()._save_checkpoint(model, trial)
         teacher = self._ema_teacher()
-        if teacher is not None and self.args.should_save:
-            from safetensors.torch import save_model
-            run_dir = self._get_output_dir(trial=trial)
-            save_model(teacher, os.path.join(run_dir, f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}",
-                                             EMA_TEACHER_FILE))
+        if teacher is None: return
+        run_dir = self._get_output_dir(trial=trial)
+        save_ema_teacher(teacher, os.path.join(run_dir, f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}",
+                                               EMA_TEACHER_FILE), write=self.args.should_save)
 
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
-        "transformers' resume, plus the EMA teacher's weights when the checkpoint has them."
+        "transformers' resume, plus the EMA teacher's weights when the checkpoint has them (every rank takes part)."
         super()._load_from_checkpoint(resume_from_checkpoint, model)
-        teacher, path = self._ema_teacher(), os.path.join(resume_from_checkpoint, EMA_TEACHER_FILE)
+        teacher = self._ema_teacher()
         if teacher is None: return
-        if not os.path.isfile(path):
+        if not load_ema_teacher(teacher, os.path.join(resume_from_checkpoint, EMA_TEACHER_FILE)):
             warnings.warn(f"{resume_from_checkpoint} has no {EMA_TEACHER_FILE}; the EMA teacher restarts from the "
                           "initial weights.", stacklevel=2)
-            return
+
+# %% ../nbs/07_trainer.ipynb #c014b
+def is_sharded(model:torch.nn.Module) -> bool:
+    "Whether FSDP2 (`fully_shard`) holds `model`'s parameters as `DTensor` slices spread over the ranks."
+    from torch.distributed.tensor import DTensor
+    return any(isinstance(p, DTensor) for p in model.parameters())
+
+
+def tied_names(model:torch.nn.Module) -> dict:
+    "`{name a safetensors file keeps: [the names tied to it]}`, keeping the name `safetensors.torch.save_model` keeps."
+    groups = {}
+    for name, p in model.named_parameters(remove_duplicate=False): groups.setdefault(id(p), []).append(name)
+    return {sorted(g)[0]: sorted(g)[1:] for g in groups.values() if len(g) > 1}
+
+
+def full_state_dict(model:torch.nn.Module) -> dict:
+    "`model`'s whole state dict; when FSDP2 shards it, every rank must call this, and rank 0 gets it on CPU (the others: {})."
+    if not is_sharded(model): return model.state_dict()
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+    state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    for kept, names in tied_names(model).items():  # the gather copies tied weights apart: tie them again, as
+        if kept in state: state.update({n: state[kept] for n in names})  # `model.state_dict()` has them (one tensor)
+    return state
+
+
+def save_ema_teacher(teacher:torch.nn.Module, # the unwrapped teacher, whole or sharded by FSDP2
+                     path:str, # the safetensors file to write
+                     write:bool=True, # whether this process writes checkpoints (`args.should_save`)
+                    ):
+    "Save `teacher`'s weights to `path`; when FSDP2 shards it every rank must call this (rank 0 writes)."
+    if not is_sharded(teacher):
+        if write:
+            from safetensors.torch import save_model
+            save_model(teacher, path)
+        return
+    state = full_state_dict(teacher)  # collective: every rank sends its slices to rank 0
+    if write and state:  # rank 0 holds the gathered weights
+        from safetensors.torch import save_file
+        for names in tied_names(teacher).values():
+            for n in names: state.pop(n, None)
+        save_file({k: v.contiguous() for k, v in state.items()}, path, metadata={"format": "pt"})
+
+
+def load_ema_teacher(teacher:torch.nn.Module, # the unwrapped teacher, whole or sharded by FSDP2
+                     path:str, # a file `save_ema_teacher` wrote (from any number of processes)
+                    ) -> bool:
+    "Load `path` into `teacher`, or return False when there is no such file; when sharded every rank must call this."
+    if not is_sharded(teacher):
+        if not os.path.isfile(path): return False
         from safetensors.torch import load_model
         load_model(teacher, path, device=str(next(teacher.parameters()).device))
+        return True
+    import torch.distributed as dist
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+    main = dist.get_rank() == 0
+    found = [os.path.isfile(path) if main else None]
+    dist.broadcast_object_list(found, src=0)  # rank 0's answer for all, so no rank skips the collective below
+    if not found[0]: return False
+    state = {}
+    if main:
+        from safetensors.torch import load_file
+        state = load_file(path)
+        for kept, names in tied_names(teacher).items():  # the file has one name of each tied group
+            have = next((n for n in (kept, *names) if n in state), None)
+            if have is not None: state.update({n: state[have] for n in (kept, *names)})
+    set_model_state_dict(teacher, state, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
+    return True
 
 # %% ../nbs/07_trainer.ipynb #c016
 CAOPD_PAPER = {
