@@ -21,9 +21,9 @@ __all__ = ['PAPER_DOMAINS', 'DOMAINS', 'DOMAIN_NAMES', 'CONFIDENCE_INSTRUCTION',
            'DataChecksumError', 'sha256_file', 'mask_credentials', 'fetch_url', 'download_data',
            'check_chemistry_record', 'read_chemistry', 'check_toolalpaca_api', 'read_toolalpaca',
            'read_toolalpaca_train', 'stratified_splits', 'arithmetic_prompt', 'arithmetic_demonstration',
-           'arithmetic_row', 'arithmetic_splits', 'load_arithmetic', 'chemistry_row', 'load_chemistry',
-           'toolalpaca_rows', 'load_toolalpaca', 'load_domain', 'shipped_data_dir', 'fixtures_dir', 'git_commit',
-           'environment_record']
+           'interleaved_order', 'arithmetic_row', 'arithmetic_splits', 'load_arithmetic', 'chemistry_row',
+           'load_chemistry', 'toolalpaca_rows', 'load_toolalpaca', 'load_domain', 'shipped_data_dir', 'fixtures_dir',
+           'git_commit', 'environment_record']
 
 # %% ../nbs/01_data.ipynb #c004a
 PAPER_DOMAINS = ('chemistry', 'tooluse')  # Science Q&A (SciKnowEval Chemistry L3) and Tool Use (ToolAlpaca)
@@ -459,7 +459,7 @@ def arithmetic_demonstration(a:int, # the first operand
 
 # %% ../nbs/01_data.ipynb #c064e
 ARITHMETIC_POOL = 400  # candidate pairs per level (ours): enough for the test and validation splits and a training pool
-ARITHMETIC_SPLIT = {'test': 40, 'validation': 8}  # questions per level (ours): 4 levels x 40 = 160 test questions
+ARITHMETIC_SPLIT = {'test': 40, 'validation': 8}  # questions per level (ours); a small level holds out half its pairs
 
 def _operand_range(d:int) -> range: return range(0, 10) if d == 1 else range(10 ** (d - 1), 10 ** d)
 
@@ -477,6 +477,15 @@ def _level_pairs(level:int, rng:random.Random) -> list[tuple[int, int]]:
     rng.shuffle(pairs)
     return [(b, a) if rng.random() < 0.5 else (a, b) for a, b in pairs]
 
+def interleaved_order(groups:list, # the group (e.g. difficulty level) of each row
+                      seed:int=0, # shuffling seed
+                     ) -> list[int]:
+    "Row indices shuffled within each group, the groups interleaved (the first of every group, then the second, ...)."
+    rng, by = random.Random(seed), {}
+    for i, g in enumerate(groups): by.setdefault(g, []).append(i)
+    per = [rng.sample(by[g], len(by[g])) for g in sorted(by)]
+    return [p[i] for i in range(max(map(len, per), default=0)) for p in per if i < len(p)]
+
 def arithmetic_row(level:int, # the difficulty level, a key of `ARITHMETIC_LEVELS`
                    a:int, b:int, # the operands, in the order asked
                   ) -> dict:
@@ -492,7 +501,10 @@ def arithmetic_splits(seed:int=0, # the draw's seed
     out = {k: [] for k in (*ARITHMETIC_SPLIT, 'train')}
     for level in ARITHMETIC_LEVELS:
         pairs, start = _level_pairs(level, random.Random(f'caopd-arithmetic-{seed}-{level}')), 0
-        for name, n in ARITHMETIC_SPLIT.items():
+        want = sum(ARITHMETIC_SPLIT.values())
+        held = min(want, len(pairs) // 2)  # a small level keeps half of its pairs for training
+        n_test = round(held * ARITHMETIC_SPLIT['test'] / want)
+        for name, n in (('test', n_test), ('validation', held - n_test)):
             out[name].append(pairs[start:start + n]); start += n
         out['train'].append(pairs[start:])
     def interleave(per_level):  # the i-th question of every level, then the (i+1)-th

@@ -28,12 +28,15 @@ PRESETS = {
                   eval_limit=0, eval_samples=8, eval_max_new_tokens=8192, eval_batch_size=64, use_vllm=True,
                   warmup_steps=10, elicit=False, format_warmup=False, format_warmup_steps=0,
                   eval_temperature=0.6, eval_top_p=0.95, rollout_sampling='paper',  # training rollouts at 1.0 (Table 6)
+                  gradient_checkpointing=True,  # TRL's default, which the memory plan assumes
                   save_steps=50),  # checkpoint interval: ours
     'cpu': dict(domain='arithmetic', K=4, learning_rate=1e-4, max_steps=8, num_train_epochs=1, prompts_per_step=4,
                 per_device_train_batch_size=4, max_completion_length=64, n_train=64, eval_limit=0, eval_samples=1,
                 eval_max_new_tokens=64, eval_batch_size=32, use_vllm=False, warmup_steps=0, elicit=False,
                 format_warmup='value', format_warmup_steps=8, eval_temperature=0.6, eval_top_p=0.95,
-                rollout_sampling='eval', save_steps=2),
+                rollout_sampling='eval', save_steps=2,
+                gradient_checkpointing=False),  # 16 short sequences of a 135M model need no memory saving; recomputing
+                                                # the activations would cost about a third of every step
 }
 ROLLOUT_SAMPLING = ('eval', 'paper')  # training rollouts sampled as the evaluation samples, or as Table 6 trains
 PAPER_NODE_GPUS = 4  # the paper's node (appendix "Compute Infrastructure"): four H200 GPUs; caopd.preflight.PAPER_NODE
@@ -69,6 +72,8 @@ class RunArguments:
     eval_samples: int | None = _h("samples per test prompt (Table 6 validation: 8)", default=None)
     eval_max_new_tokens: int | None = _h("evaluation generation budget", default=None)
     eval_batch_size: int | None = _h("sequences per evaluation generation batch (transformers backend)", default=None)
+    gradient_checkpointing: bool | None = _h("recompute activations in the backward pass (less memory, more time)",
+                                             default=None)
     eval_temperature: float | None = _h("evaluation sampling temperature (Table 6 validation: 0.6)", default=None)
     eval_top_p: float | None = _h("evaluation nucleus mass (Table 6 validation: 0.95)", default=None)
     rollout_sampling: str | None = _h("how training rollouts are sampled: 'eval' (the evaluation's temperature and "
@@ -192,12 +197,14 @@ def select_prompts(settings:dict, # `resolve_settings(...)`
                   ) -> tuple:
     "(train_rows, warmup_rows or None); records their counts in `settings`."
     from datasets import concatenate_datasets
-    from caopd.data import load_domain
+    from caopd.data import interleaved_order, load_domain
     from caopd.warmup import FormatWarmupConfig
     @functools.cache  # the training domain is usually a warm-up domain too: load and shuffle it once
     def pool(domain):
         rows = load_domain(domain, 'train', data_dir=settings['data_dir'])
-        if settings['n_train'] or settings['format_warmup']: rows = rows.shuffle(seed=settings['seed'])
+        if settings['n_train'] or settings['format_warmup']:  # a run's own draw; levels balanced where there are levels
+            rows = (rows.select(interleaved_order(rows['difficulty'], settings['seed'])) if 'difficulty' in rows.column_names
+                    else rows.shuffle(seed=settings['seed']))
         return rows, min(settings['n_train'] or len(rows), len(rows))
     rows, n_rl = pool(settings['domain'])
     train_rows, warmup_rows = rows.select(range(n_rl)), None
@@ -242,6 +249,7 @@ def trainer_config(settings:dict, # `resolve_settings(...)`
                per_device_train_batch_size=settings['per_device_train_batch_size'],
                gradient_accumulation_steps=settings['gradient_accumulation_steps'],
                max_completion_length=settings['max_completion_length'], warmup_steps=settings['warmup_steps'],
+               gradient_checkpointing=settings['gradient_checkpointing'],
                seed=settings['seed'], logging_steps=1, save_strategy='steps', save_steps=settings['save_steps'],
                save_total_limit=2, report_to=settings['report_to'], run_name=settings['run_name'],
                push_to_hub=settings['push_to_hub'], hub_model_id=settings['hub_model_id'], disable_tqdm=False)
@@ -311,7 +319,8 @@ def run_memory_plan(settings:dict, gpu:str='auto'):
     from caopd.preflight import memory_plan, model_spec
     spec = model_spec(settings['start'] if Path(settings['start']).is_dir() else settings['model'])
     return memory_plan(spec, settings['method'], K=settings['K'], completion_len=settings['max_completion_length'],
-                       micro_batch=settings['per_device_train_batch_size'], **plan_node(settings, gpu))
+                       micro_batch=settings['per_device_train_batch_size'],
+                       gradient_checkpointing=settings['gradient_checkpointing'], **plan_node(settings, gpu))
 
 # %% ../nbs/13_train.ipynb #c025
 def save_every_rank(trainer, out:Path):
