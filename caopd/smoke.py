@@ -281,7 +281,10 @@ def check_resume(ctx:SmokeContext, name:str='resume') -> dict:
     expect(Path(f.read_training()['resumed_from'] or '').name == 'checkpoint-2',
            f"resumed from {f.read_training()['resumed_from']}, not checkpoint-2")
     expect('EMA teacher restarts' not in text, f'the resumed run restarted the EMA teacher: see logs/{name}-resumed.log')
-    return dict(plan_gib=plan_gib(ctx, settings), detail='killed after checkpoint-2 (EMA teacher file kept), resumed there, step 3 trained')
+    kept = sorted({t['step'] for t in f.read_targets()})
+    expect(kept == [1, 2, 3], f'rollouts.jsonl holds the steps {kept}, not 1-3: the resumed run lost or repeated some')
+    return dict(plan_gib=plan_gib(ctx, settings),
+                detail='killed after checkpoint-2 (EMA teacher file kept), resumed there, step 3 trained, rollouts of 1-3 kept')
 
 # %% ../nbs/14_smoke.ipynb #c031
 def _safetensors(folder:Path) -> dict:
@@ -416,7 +419,8 @@ def smoke(out:str|Path='runs/smoke', # the output folder: smoke.md, smoke.json, 
         if verbose: print(f'[caopd-smoke] {row_id}: {ROWS[row_id][0]} ...', flush=True)
         r = run_check(ctx, row_id, fn)
         rows.append(r)
-        if verbose: print(f"[caopd-smoke] {row_id}: {r['status']} ({_cell(r['seconds'])} s) {r['detail']}", flush=True)
+        took = '' if r['seconds'] is None else f" in {r['seconds']} s"
+        if verbose: print(f"[caopd-smoke] {row_id}: {r['status']}{took}: {r['detail']}", flush=True)
     notes = [f'{where}; {round(time.time() - t0)} s; {time.strftime("%Y-%m-%d %H:%M:%S")}.']
     if not gpus: notes.append('The GPU rows were not run, so the GPU path is NOT checked by this table; the CPU rows '
                               'ran the same code paths with a tiny model.')
