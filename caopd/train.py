@@ -288,7 +288,7 @@ class RunFolderLog(TrainerCallback):
     def __init__(self, folder:RunFolder, trainer=None): self.folder, self.trainer, self.earlier = folder, trainer, []
     def on_train_begin(self, args, state, control, **kwargs):
         "A resumed run (global_step > 0) keeps the targets of the steps its checkpoint holds."
-        if state.global_step and self.folder.mu_hat.is_file():
+        if state.global_step:  # read_targets: rollouts.jsonl, or an older run's mu_hat.jsonl ([] when neither is there)
             self.earlier = [t for t in self.folder.read_targets() if t['step'] <= state.global_step]
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero: return
@@ -438,16 +438,32 @@ _QUIET = ('Writing model shards', 'warnings.warn')  # lines kept in the log but 
 def run_logged(cmd:list[str], # the command, e.g. `launch_command(run)`
                log_path:str|Path, # where its output goes (overwritten)
                echo:bool=True, # also print each line here
+               timeout:float|None=None, # seconds before the child and every process it started are killed; None: no limit
               ) -> int:
     "Run `cmd`, its stdout and stderr written to `log_path` as they come (unbuffered) and echoed; its exit code."
-    import subprocess
+    import signal, subprocess, threading
     env = dict(os.environ, PYTHONUNBUFFERED='1')  # inherited by torchrun's and accelerate's workers
+    group = timeout is not None  # a session of its own, so a timeout kills the launcher's workers too
     with open(log_path, 'w', buffering=1) as log:
-        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env)
-        for line in child.stdout:
-            log.write(line)
-            if echo and not line.lstrip().startswith(_QUIET): print(line, end='', flush=True)
-    return child.wait()
+        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env,
+                                 start_new_session=group)
+        def kill():
+            try: os.killpg(child.pid, signal.SIGKILL) if group else child.kill()
+            except ProcessLookupError: pass
+        timer = threading.Timer(timeout, kill) if group else None
+        if timer: timer.daemon = True; timer.start()
+        try:
+            for line in child.stdout:
+                log.write(line)
+                if echo and not line.lstrip().startswith(_QUIET): print(line, end='', flush=True)
+        except BaseException: kill(); raise  # interrupted here: the child does not run on unseen
+        finally:
+            if timer: timer.cancel()
+        rc = child.wait()
+        if group: kill()  # what the child left behind (a vLLM worker of a killed run) holds no GPU memory
+        if timer and timer.finished.is_set() and rc == -signal.SIGKILL:
+            log.write(f'[run_logged] killed after the timeout of {timeout} s\n')
+    return rc
 
 # %% ../nbs/13_train.ipynb #c031
 def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dict:

@@ -72,14 +72,7 @@ TINY_ARGS = ['--preset', 'cpu', '--K', '2', '--prompts_per_step', '1', '--n_trai
 
 # The first run dies the hard way (os._exit, no cleanup) right after checkpoint-2 is on disk: a kill at a fixed step,
 # where a kill timed from outside raced the tiny model's sub-second steps and sometimes came after the run had finished.
-KILL_AFTER_CHECKPOINT_2 = """
-import os, sys, caopd.train as t
-class KilledAfterSecondSave(t.RunFolderLog):
-    def on_save(self, args, state, control, **kwargs):
-        if state.global_step == 2: os._exit(9)
-t.RunFolderLog = KilledAfterSecondSave
-t.main(sys.argv[1:])
-"""
+# The script is the smoke test's (caopd.smoke.KILLED_TRAIN: argv[1] is the step to die after, the rest caopd.train's).
 
 def test_killed_run_resumes(tmp_path):
     "A training stage killed after its second checkpoint, started again, resumes there and finishes with every step once."
@@ -87,7 +80,8 @@ def test_killed_run_resumes(tmp_path):
     model = tiny_model_dir(tmp_path/'tiny')
     out = tmp_path/'run'
     args = ['--model', model, '--out', str(out), *TINY_ARGS]
-    killed = subprocess.run([sys.executable, '-c', KILL_AFTER_CHECKPOINT_2, *args], cwd=ROOT, capture_output=True,
+    from caopd.smoke import KILLED_TRAIN
+    killed = subprocess.run([sys.executable, '-c', KILLED_TRAIN, '2', *args], cwd=ROOT, capture_output=True,
                             text=True, timeout=600)
     assert killed.returncode == 9, killed.stderr[-4000:]
     folder = RunFolder(out)
