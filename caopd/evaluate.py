@@ -292,7 +292,7 @@ def resolve_backend(model,  # model name, 'openai:<name>', or a loaded (model, t
 def score_completion(row:dict,  # a dataset row with `id`, `answer` and `prompt`
                      sample:int,  # the sample's index among the row's samples
                      completion,  # a string, or a dict with a `completion` and fields to keep
-                     domain:str,  # 'chemistry' or 'tooluse', selects the verifier
+                     domain:str,  # 'chemistry', 'tooluse' or 'arithmetic', selects the verifier
                     ) -> dict:
     "Parse and verify one completion: its record."
     extra = {k: v for k, v in completion.items() if k != 'completion'} if isinstance(completion, dict) else {}
@@ -304,7 +304,7 @@ def score_completion(row:dict,  # a dataset row with `id`, `answer` and `prompt`
 
 def score_completions(rows,  # dataset rows with `id`, `answer` and `prompt` (a `datasets.Dataset` or list of dicts)
                       completions:list[list],  # `n` completions per row: strings, or dicts with a `completion` and fields to keep
-                      domain:str,  # 'chemistry' or 'tooluse', selects the verifier
+                      domain:str,  # 'chemistry', 'tooluse' or 'arithmetic', selects the verifier
                      ) -> list[dict]:
     "Parse and verify every completion; one record per sample."
     rows = list(rows)
@@ -465,7 +465,7 @@ def open_run(out,  # the run folder
 
 # %% ../nbs/09_evaluate.ipynb #c035
 def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 'openai:<name>', or a loaded (model, tokenizer) pair
-             domain:str='chemistry',  # 'chemistry' or 'tooluse'
+             domain:str='chemistry',  # 'chemistry', 'tooluse' or 'arithmetic' (ours)
              split:str='test',  # dataset split
              limit:int=None,  # evaluate only the first `limit` prompts of the split (None: all)
              n_samples:int=1,  # samples per prompt
@@ -644,7 +644,7 @@ def _json_object(text:str|None, flag:str) -> dict|None:
 
 @call_parse
 def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoint folder, or 'openai:<name>'
-         domain:str='chemistry',  # 'chemistry' or 'tooluse'
+         domain:str='chemistry',  # 'chemistry', 'tooluse' or 'arithmetic' (ours)
          split:str='test',  # dataset split
          limit:int=None,  # evaluate only the first `limit` prompts
          n_samples:int=1,  # samples per prompt
@@ -673,4 +673,4 @@ def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoi
                                max_model_len=max_model_len, overwrite=overwrite)
     print(report_markdown(report, f'{model} on {domain}/{split} (n={report["n"]})'))
     if out: print(f'wrote {out}/records.jsonl, report.json, report.md, reliability.html, confidence.html')
-    return report
+    # nothing is returned: the console script exits with main()'s value, and a report there would be exit code 1

@@ -30,11 +30,11 @@ PRESETS = {
                   eval_temperature=0.6, eval_top_p=0.95, rollout_sampling='paper',  # training rollouts at 1.0 (Table 6)
                   gradient_checkpointing=True,  # TRL's default, which the memory plan assumes
                   save_steps=50),  # checkpoint interval: ours
-    'cpu': dict(domain='arithmetic', K=4, learning_rate=1e-4, max_steps=8, num_train_epochs=1, prompts_per_step=4,
+    'cpu': dict(domain='arithmetic', K=4, learning_rate=1e-4, max_steps=6, num_train_epochs=1, prompts_per_step=4,
                 per_device_train_batch_size=4, max_completion_length=64, n_train=64, eval_limit=0, eval_samples=1,
-                eval_max_new_tokens=64, eval_batch_size=32, use_vllm=False, warmup_steps=0, elicit=False,
+                eval_max_new_tokens=64, eval_batch_size=64, use_vllm=False, warmup_steps=0, elicit=False,
                 format_warmup='value', format_warmup_steps=8, eval_temperature=0.6, eval_top_p=0.95,
-                rollout_sampling='eval', save_steps=2,
+                rollout_sampling='eval', save_steps=4,  # a checkpoint of the 135M model and its teacher: 2 GB
                 gradient_checkpointing=False),  # 16 short sequences of a 135M model need no memory saving; recomputing
                                                 # the activations would cost about a third of every step
 }

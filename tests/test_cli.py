@@ -1,12 +1,14 @@
 "The README's main command, end to end on a tiny model and the fixtures (the embedded model is exercised by the slow cells)."
 import json, subprocess, sys
+from pathlib import Path
 from conftest import ROOT
 
 def test_evaluate_cli(tmp_path):
     from caopd.models import tiny_model
     tiny_model(seed=0, save_to=tmp_path/'tiny')
     out = tmp_path/'run'
-    res = subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--model', str(tmp_path/'tiny'),
+    script = Path(sys.executable).parent/'caopd-evaluate'  # the console script (exits with main()'s value)
+    res = subprocess.run([str(script), '--model', str(tmp_path/'tiny'),
                           '--data_dir', str(ROOT/'data'/'fixtures'), '--split', 'test', '--limit', '2',
                           '--n_samples', '2', '--max_new_tokens', '8', '--batch_size', '4', '--out', str(out)],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
