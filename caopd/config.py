@@ -84,12 +84,13 @@ class CaOPDConfig:
         if not math.isfinite(self.success_reward_threshold):
             raise ValueError(f"success_reward_threshold must be finite, got {self.success_reward_threshold}.")
         scored = getattr(self, "num_confidence_rollouts", None) or self.num_generations
-        if self.calibrate and scored < 2:
+        if self.calibrate and scored < 2 and self.confidence_leave_one_out:
             extra = " or num_confidence_rollouts >= 2" if hasattr(self, "num_confidence_rollouts") else ""
             raise ValueError(f"calibrate=True needs at least 2 scored rollouts per prompt to estimate mu_hat, got "
                              f"num_generations={self.num_generations}: with one, mu_hat is the distilled rollout's own "
                              f"outcome (0 or 1) and leave-one-out has no other rollout to use. Set num_generations >= 2"
-                             f"{extra} (Table 8: K = 8), or calibrate=False for the plain backbone.")
+                             f"{extra} (Table 8: K = 8); or, for the paper's K = 1 ablation (Figure 6), say so with "
+                             f"confidence_leave_one_out=False; or calibrate=False for the plain backbone.")
         if self.distillation_reduction not in TRAINING_REDUCTIONS:
             raise ValueError(f"distillation_reduction={self.distillation_reduction!r} is not one of {TRAINING_REDUCTIONS}.")
         if self.distillation_mode == "topk_logits" and not (self.distillation_topk or 0) >= 1:
