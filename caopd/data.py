@@ -477,14 +477,17 @@ def _level_pairs(level:int, rng:random.Random) -> list[tuple[int, int]]:
     rng.shuffle(pairs)
     return [(b, a) if rng.random() < 0.5 else (a, b) for a, b in pairs]
 
+def _round_robin(lists:list[list]) -> list:
+    "The first item of every list, then the second, ...; a shorter list drops out when it runs out."
+    return [p[i] for i in range(max(map(len, lists), default=0)) for p in lists if i < len(p)]
+
 def interleaved_order(groups:list, # the group (e.g. difficulty level) of each row
                       seed:int=0, # shuffling seed
                      ) -> list[int]:
     "Row indices shuffled within each group, the groups interleaved (the first of every group, then the second, ...)."
     rng, by = random.Random(seed), {}
     for i, g in enumerate(groups): by.setdefault(g, []).append(i)
-    per = [rng.sample(by[g], len(by[g])) for g in sorted(by)]
-    return [p[i] for i in range(max(map(len, per), default=0)) for p in per if i < len(p)]
+    return _round_robin([rng.sample(by[g], len(by[g])) for g in sorted(by)])
 
 def arithmetic_row(level:int, # the difficulty level, a key of `ARITHMETIC_LEVELS`
                    a:int, b:int, # the operands, in the order asked
@@ -507,10 +510,9 @@ def arithmetic_splits(seed:int=0, # the draw's seed
         for name, n in (('test', n_test), ('validation', held - n_test)):
             out[name].append(pairs[start:start + n]); start += n
         out['train'].append(pairs[start:])
-    def interleave(per_level):  # the i-th question of every level, then the (i+1)-th
-        return [arithmetic_row(level, *p[i]) for i in range(max(map(len, per_level)))
-                for level, p in zip(ARITHMETIC_LEVELS, per_level) if i < len(p)]
-    return {k: interleave(v) for k, v in out.items()}
+    def rows(per_level):  # the i-th question of every level, then the (i+1)-th
+        return _round_robin([[arithmetic_row(level, *ab) for ab in p] for level, p in zip(ARITHMETIC_LEVELS, per_level)])
+    return {k: rows(v) for k, v in out.items()}
 
 def load_arithmetic(split:str, # 'train', 'validation', 'test' or 'all'
                     data_dir:str|Path|None=None, # unused: the questions are generated (accepted like the other loaders)
