@@ -16,23 +16,25 @@ cfg = _cfg['DEFAULT']
 LIB = cfg['lib_path']
 
 def requirements(key:str) -> list[str]:
-    "The requirements listed under `key` in settings.ini (space separated, no spaces inside one requirement)."
+    "The requirements (or paths) listed under `key` in settings.ini (space separated, no spaces inside one)."
     return cfg.get(key, '').split()
 
-# What the package reads at run time from the repository's data/ folder. A source checkout (and an editable install)
-# reads data/ in place; a wheel carries a copy in caopd/_data/, where `caopd.data.shipped_data_dir` looks when the
-# checkout's data/ is absent. No copy is ever committed into caopd/.
-PACKAGE_DATA = {'data/paper': 'paper', 'data/fixtures': 'fixtures', 'data/recipes': 'recipes'}
+# What the package reads at run time from outside caopd/ in a checkout (settings.ini's `package_data`: checkout paths).
+# A source checkout (and an editable install) reads them in place; a wheel carries a copy at caopd/_data/<path>, where
+# `caopd.data.shipped_path` looks when there is no checkout. No copy is ever committed into caopd/.
+PACKAGE_DATA = requirements('package_data')
 
 class build_py_with_data(build_py):
     "setuptools' `build_py` that also copies `PACKAGE_DATA` into `<lib>/_data/` of the build (not for editable installs)."
     def run(self):
         super().run()
         if getattr(self, 'editable_mode', False): return
-        for src, name in PACKAGE_DATA.items():
-            dest = Path(self.build_lib)/LIB/'_data'/name
-            if dest.exists(): shutil.rmtree(dest)
-            shutil.copytree(HERE/src, dest, ignore=shutil.ignore_patterns('__pycache__', '.*'))
+        for rel in PACKAGE_DATA:
+            src, dest = HERE/rel, Path(self.build_lib)/LIB/'_data'/rel
+            if dest.is_dir(): shutil.rmtree(dest)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir(): shutil.copytree(src, dest, ignore=shutil.ignore_patterns('__pycache__', '.*'))
+            else: shutil.copy2(src, dest)
 
 LICENSES = {'apache2': 'Apache-2.0', 'mit': 'MIT', 'gpl2': 'GPL-2.0-only', 'gpl3': 'GPL-3.0-only', 'bsd3': 'BSD-3-Clause'}
 STATUSES = ['1 - Planning', '2 - Pre-Alpha', '3 - Alpha', '4 - Beta', '5 - Production/Stable', '6 - Mature', '7 - Inactive']

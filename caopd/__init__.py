@@ -1,1 +1,34 @@
 __version__ = "0.1.0"
+# Hand-written (nbdev manages only `__version__` above). What a user reaches for first, importable from the top as
+# TRL's are (`from caopd import CaOPDSDFTTrainer`). Lazy, like transformers and TRL: `import caopd` (and every console
+# script's --help) imports no torch, TRL or transformers; a name's module is imported when the name is first used.
+
+_LAZY = {  # module -> the names it offers at the top
+    'caopd.trainer': ('CaOPDSDFTTrainer', 'CaOPDSDPOTrainer', 'empirical_confidence'),
+    'caopd.config': ('CaOPDConfig', 'CaOPDSDFTConfig', 'CaOPDSDPOConfig'),
+    'caopd.loss': ('caopd_loss',),
+    'caopd.baselines': ('build_trainer', 'method_config'),
+    'caopd.confidence': ('parse_confidence', 'format_confidence', 'rewrite_confidence'),
+    'caopd.metrics': ('calibration_report',),
+    'caopd.data': ('load_domain',),
+    'caopd.models': ('load_model',),
+    'caopd.runs': ('load_run', 'runs_table'),
+    'caopd.train': ('RunArguments',),
+}
+_WHERE = {name: module for module, names in _LAZY.items() for name in names}
+# `evaluate` is the module caopd.evaluate, which is callable as its function `evaluate` (a function of that name here
+# would be replaced by the module as soon as anything imports caopd.evaluate, which Python binds to this attribute)
+_MODULES = ('evaluate',)
+__all__ = [*_WHERE, *_MODULES]
+
+def __getattr__(name:str):
+    import importlib
+    if name in _MODULES: return importlib.import_module(f'{__name__}.{name}')
+    if name not in _WHERE:
+        raise AttributeError(f"module 'caopd' has no attribute {name!r}; the top-level names are {__all__}, "
+                             f"the rest live in caopd's modules (caopd.trainer, caopd.evaluate, ...)")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value  # the next look-up does not come here
+    return value
+
+def __dir__(): return sorted({*globals(), *__all__})

@@ -14,16 +14,17 @@ __all__ = ['PAPER_DOMAINS', 'DOMAINS', 'DOMAIN_NAMES', 'CONFIDENCE_INSTRUCTION',
            'SDPO_SOLUTION_TEMPLATE', 'SDPO_REPROMPT_TEMPLATE', 'DATA_ENV', 'OFFLINE_ENVS', 'SCIKNOWEVAL_COMMIT',
            'SCIKNOWEVAL_URL', 'SCIKNOWEVAL_FILES', 'TOOLALPACA_COMMIT', 'TOOLALPACA_URL', 'CHEMISTRY_FILE',
            'TOOLALPACA_FILES', 'CHEMISTRY_TASK_ORDER', 'DATA_SHA256', 'SPLIT_FRACTIONS', 'ARITHMETIC_LEVELS',
-           'ARITHMETIC_TEMPLATE', 'ARITHMETIC_POOL', 'ARITHMETIC_SPLIT', 'KEY_PACKAGES', 'check_domain',
-           'chemistry_options', 'chemistry_prompt', 'tooluse_prompt', 'chemistry_demonstration',
+           'ARITHMETIC_TEMPLATE', 'ARITHMETIC_POOL', 'ARITHMETIC_SPLIT', 'KEY_PACKAGES', 'CREDENTIAL_ENVS',
+           'check_domain', 'chemistry_options', 'chemistry_prompt', 'tooluse_prompt', 'chemistry_demonstration',
            'tooluse_demonstration', 'sdft_teacher_prompt', 'sdpo_teacher_prompt', 'DataNotFoundError',
            'DataFormatError', 'repo_root', 'cache_dir', 'offline', 'data_candidates', 'data_dir', 'resolve_data_file',
            'DataChecksumError', 'sha256_file', 'mask_credentials', 'fetch_url', 'download_data',
            'check_chemistry_record', 'read_chemistry', 'check_toolalpaca_api', 'read_toolalpaca',
            'read_toolalpaca_train', 'stratified_splits', 'arithmetic_prompt', 'arithmetic_demonstration',
            'interleaved_order', 'arithmetic_row', 'arithmetic_splits', 'load_arithmetic', 'chemistry_row',
-           'load_chemistry', 'toolalpaca_rows', 'load_toolalpaca', 'load_domain', 'shipped_data_dir', 'fixtures_dir',
-           'git_commit', 'environment_record']
+           'load_chemistry', 'toolalpaca_rows', 'load_toolalpaca', 'load_domain', 'shipped_path', 'shipped_file',
+           'fixtures_dir', 'git_commit', 'environment_record', 'CredentialError', 'credential_fields',
+           'check_no_credentials']
 
 # %% ../nbs/01_data.ipynb #c004a
 PAPER_DOMAINS = ('chemistry', 'tooluse')  # Science Q&A (SciKnowEval Chemistry L3) and Tool Use (ToolAlpaca)
@@ -598,16 +599,29 @@ def load_domain(domain:str, # 'chemistry' (SciKnowEval Chemistry L3), 'tooluse' 
     return loaders[check_domain(domain)](split, **kwargs)
 
 # %% ../nbs/01_data.ipynb #c056
-def shipped_data_dir(name:str, # a folder of the repository's `data/`: 'fixtures', 'paper' or 'recipes'
-                    ) -> Path:
-    "`data/<name>` of the checkout caopd is imported from, else the copy a wheel carries in `caopd/_data/<name>`."
+def shipped_path(rel:str, # a path of the checkout: 'data/recipes', 'nbs/grids', 'nbs/train.ipynb' (settings.ini's package_data)
+                ) -> Path:
+    "`rel` in the checkout caopd is imported from, else the copy a wheel carries at `caopd/_data/<rel>`."
     root = repo_root()
-    if root is not None and (root/'data'/name).is_dir(): return root/'data'/name
-    return Path(caopd.__file__).resolve().parent/'_data'/name
+    if root is not None and (root/rel).exists(): return root/rel
+    return Path(caopd.__file__).resolve().parent/'_data'/rel
+
+def shipped_file(path, # a file, or the name of one caopd ships in `folder` ('cpu.yaml', or the checkout's 'nbs/grids/cpu.yaml')
+                 folder:str, # the checkout folder it ships from: 'data/recipes', 'nbs/grids' or 'nbs'
+                 what:str='file', # what the file is, for the error: 'recipe', 'grid file', ...
+                ) -> Path:
+    "`path` when it exists, else the file of that name caopd ships in `folder` (the checkout's, or a wheel's copy)."
+    p = Path(path).expanduser()
+    if p.is_file(): return p
+    if len(p.parts) == 1 or p.as_posix() == f'{folder}/{p.name}':  # a name, or the checkout's path to a shipped file
+        if (shipped := shipped_path(folder)/p.name).is_file(): return shipped
+    names = sorted(f.name for f in shipped_path(folder).glob('*') if f.is_file() and not f.name.startswith('.'))
+    raise FileNotFoundError(f"{what} {path} does not exist (relative paths start at {Path.cwd()}) and caopd ships no "
+                            f"{what} of that name: give a path, or one of {names}")
 
 def fixtures_dir() -> Path|None:
     "The test fixtures: the checkout's `data/fixtures`, else a wheel's copy (None if neither)."
-    d = shipped_data_dir('fixtures')
+    d = shipped_path('data/fixtures')
     return d if d.is_dir() else None
 
 # %% ../nbs/01_data.ipynb #c066
@@ -636,3 +650,57 @@ def environment_record(packages:tuple=KEY_PACKAGES, # distribution names whose v
     commit = git_commit()
     status = _git(repo_root(), 'status', '--porcelain', '--untracked-files=no') if commit else None
     return dict(out, git_commit=commit, git_dirty=None if status is None else bool(status))
+
+# %% ../nbs/01_data.ipynb #c069
+CREDENTIAL_ENVS = {'hub_token': 'HF_TOKEN', 'push_to_hub_token': 'HF_TOKEN', 'token': 'HF_TOKEN', 'hf_token': 'HF_TOKEN',
+                   'api_key': 'OPENAI_API_KEY', 'openai_api_key': 'OPENAI_API_KEY', 'wandb_api_key': 'WANDB_API_KEY'}
+# keys that hold a credential; `pad_token` and the like are tokenizer tokens, not credentials, so `token` must stand alone
+_CREDENTIAL_KEY = re.compile(r'^((hub|push_to_hub|hf|auth|access|bearer|api|refresh)_)?token$|(^|_)(api_?key|access_?key'
+                             r'|secret(_key)?|password|passwd|authorization|credentials?)$', re.I)
+
+class CredentialError(ValueError):
+    "A credential was given as an argument, where it would be written to disk and printed."
+
+def _url_userinfo(s:str) -> bool:
+    "Whether `s` holds a URL with a user name or password (`scheme://user:pw@host`)."
+    from urllib.parse import urlsplit
+    for m in re.finditer(r'[A-Za-z][A-Za-z0-9+.-]*://\S+', s):
+        try: u = urlsplit(m.group(0))
+        except ValueError: continue
+        if u.username or u.password: return True
+    return False
+
+def credential_fields(obj, # a dict (nested dicts, lists, JSON strings), list or string of arguments
+                      prefix:str='', # the path of `obj` itself
+                     ) -> list[tuple[str, str]]:
+    "(where, kind) of every credential in `obj`: a key named like one that holds a value ('key'), or a URL with user info ('url')."
+    if isinstance(obj, dict):
+        out = []
+        for k, v in obj.items():
+            where = f'{prefix}.{k}' if prefix else str(k)
+            if _CREDENTIAL_KEY.search(str(k)) and v not in (None, '', False): out.append((where, 'key'))
+            else: out += credential_fields(v, where)
+        return out
+    if isinstance(obj, (list, tuple)): return [w for i, v in enumerate(obj) for w in credential_fields(v, f'{prefix}[{i}]')]
+    if isinstance(obj, str):
+        if obj.lstrip().startswith(('{', '[')):  # a dict given as its JSON (trainer_overrides, api_kwargs)
+            try: return credential_fields(json.loads(obj), prefix)
+            except json.JSONDecodeError: pass
+        return [(prefix, 'url')] if _url_userinfo(obj) else []
+    return []
+
+def check_no_credentials(args:dict, # what a command was given, by name (nested dicts and JSON strings are searched)
+                         command:str, # the command or file, for the message: 'caopd.train', 'nbs/grids/x.yaml: run a'
+                         env:str|None=None, # the environment variable a URL's credentials belong in (e.g. OPENAI_API_KEY)
+                        ):
+    "Refuse credentials given as arguments (they would be written and printed): name where each is and the environment variable to use, never its value."
+    found = credential_fields(args)
+    if not found: return
+    def fix(where, kind):
+        if kind == 'url': return (f"{where} is a URL with user info: give it without (scheme://host/...)" +
+                                  (f" and the key in the environment variable {env}" if env else ''))
+        var = CREDENTIAL_ENVS.get(where.rsplit('.', 1)[-1].lower())
+        return f"{where} holds a credential: set {f'the environment variable {var}' if var else 'it in the environment variable the library that needs it reads'} instead"
+    raise CredentialError(f"{command}: " + '; '.join(fix(*f) for f in found) + ". Arguments are written to run folders "
+                          "(settings, checkpoints, reports, notebooks) and printed; the environment is not, and child "
+                          "processes inherit it.")

@@ -17,12 +17,12 @@ from .metrics import METRICS, METRIC_NAMES, calibration_report, interval_text
 from .figures import confidence_histogram, reliability_diagram, save_figure
 
 # %% auto #0
-__all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'BACKENDS', 'BREAKDOWNS', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS',
-           'generate', 'generate_vllm', 'openai_client', 'generate_openai', 'ScriptedAPI', 'resolve_backend',
-           'score_completion', 'score_completions', 'write_jsonl', 'append_jsonl', 'read_jsonl', 'report_markdown',
-           'breakdown_key', 'breakdown', 'breakdown_markdown', 'RunMismatchError', 'prompts_sha256', 'kept_records',
-           'open_run', 'evaluate', 'write_run', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol',
-           'main']
+__all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'BREAKDOWNS',
+           'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'generate', 'generate_vllm', 'api_base_url', 'openai_client',
+           'generate_openai', 'ScriptedAPI', 'resolve_backend', 'score_completion', 'score_completions', 'write_jsonl',
+           'append_jsonl', 'read_jsonl', 'report_markdown', 'breakdown_key', 'breakdown', 'breakdown_markdown',
+           'RunMismatchError', 'prompts_sha256', 'kept_records', 'open_run', 'evaluate', 'write_run',
+           'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'main']
 
 # %% ../nbs/09_evaluate.ipynb #c006
 def _generate_batches(model, tokenizer, # a transformers causal LM and its tokenizer
@@ -120,6 +120,15 @@ def generate_vllm(model,  # model name, alias, HF id or local folder, or an alre
 # %% ../nbs/09_evaluate.ipynb #c014
 OPENAI_PREFIX = 'openai:'  # a model string with this prefix is served by an OpenAI-compatible API
 DEFAULT_OPENAI_URL = 'https://api.openai.com/v1'
+API_RETRY_DELAY = (0.5, 8.0)  # seconds before the first retry, and the longest wait (it doubles): the openai client's own
+
+def api_base_url(base_url:str|None=None, # the endpoint given (None: $OPENAI_BASE_URL, else OpenAI's)
+                ) -> str:
+    "The endpoint requests go to. One with user info (`http://user:pw@host`) is refused: reports record it and errors name it."
+    from caopd.data import check_no_credentials
+    url = base_url or os.environ.get('OPENAI_BASE_URL') or DEFAULT_OPENAI_URL
+    check_no_credentials({'base_url' if base_url else 'OPENAI_BASE_URL': url}, 'caopd.evaluate', env='OPENAI_API_KEY')
+    return url
 
 def openai_client(base_url:str|None=None,  # the endpoint, e.g. 'http://localhost:8000/v1' (default: $OPENAI_BASE_URL, else OpenAI's)
                   api_key:str|None=None,  # the key (default: $OPENAI_API_KEY)
@@ -128,7 +137,7 @@ def openai_client(base_url:str|None=None,  # the endpoint, e.g. 'http://localhos
                  ):
     "An `openai.OpenAI` client for an OpenAI-compatible endpoint; a missing key is a clear error."
     import openai
-    base_url = base_url or os.environ.get('OPENAI_BASE_URL') or DEFAULT_OPENAI_URL
+    base_url = api_base_url(base_url)
     api_key = api_key or os.environ.get('OPENAI_API_KEY')
     if not api_key:
         raise ValueError(f"No API key for {base_url}: set the environment variable OPENAI_API_KEY (any non-empty "
@@ -170,13 +179,25 @@ def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' acc
     if 'max_completion_tokens' in kwargs: max_new_tokens = None  # reasoning models take this instead of max_tokens
     params = dict(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
     params = {k: v for k, v in {**params, **kwargs}.items() if v is not None}
+    def create(i, more):
+        "One request; a response cut short or not a chat completion is retried like a server error (the client retries those)."
+        for attempt in range(max_retries + 1):
+            if attempt: time.sleep(min(API_RETRY_DELAY[0] * 2 ** (attempt - 1), API_RETRY_DELAY[1]))
+            try: resp = client.chat.completions.create(model=name, messages=prompts[i], **{**params, **more})
+            except (json.JSONDecodeError, openai.APIResponseValidationError) as e:
+                why, cause = f'a response that is not a valid chat completion ({e})', e; continue
+            if getattr(resp, 'choices', None): return resp
+            why, cause = ('a chat completion without choices' if hasattr(resp, 'choices')
+                          else f'a response that is not JSON (a {type(resp).__name__})'), None
+        raise RuntimeError(f"{url} sent {why} for model {name!r}, prompt {i}, after {max_retries} retries: check the "
+                           "server's log, and any proxy between (a truncated body, an HTML error page)") from cause
     def sample(i):
         got = []
         while len(got) < n:
             k = n - len(got)
             more = dict(n=k) if k > 1 else {}
             if got and 'seed' in params: more['seed'] = params['seed'] + len(got)  # do not draw the same choices again
-            try: resp = client.chat.completions.create(model=name, messages=prompts[i], **{**params, **more})
+            try: resp = create(i, more)
             except openai.APIStatusError as e:
                 hint = ' (check OPENAI_API_KEY)' if e.status_code in (401, 403) else ''
                 retried = e.status_code in (408, 409, 429) or e.status_code >= 500  # what the client retries
@@ -188,7 +209,6 @@ def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' acc
             except openai.APIConnectionError as e:
                 raise RuntimeError(f"Could not reach {url} for model {name!r} after {max_retries} retries ({e}): "
                                    "check OPENAI_BASE_URL / base_url and that the server is running") from e
-            if not resp.choices: raise RuntimeError(f"{url} returned no choices for model {name!r}, prompt {i}")
             got += [_choice_record(c) for c in sorted(resp.choices, key=lambda c: c.index)][:k]
         return got
     out, error = [None] * len(prompts), None
@@ -217,7 +237,7 @@ class ScriptedAPI:
     "A local OpenAI-compatible chat server answering from `script` ({user message: [completion or dict(content, reasoning_content)]})."
     def __init__(self, script:dict, # user message -> the completions to serve for it, in order
                  max_choices:int|None=None, # most choices per response (None: all that are asked)
-                 fail:list=(), # HTTP statuses to answer the first requests with
+                 fail:list=(), # HTTP statuses to answer the first requests with; 'truncated' or 'html': a 200 whose body is cut short or is an HTML page
                  fail_after:int|None=None, # answer this many requests, then fail every request with `fail_status`
                  fail_status:int=500, # the status of the requests after `fail_after`
                  delay:float=0, # seconds to wait before answering
@@ -235,7 +255,7 @@ class ScriptedAPI:
         self.url = f'http://127.0.0.1:{self.server.server_port}/v1'
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
     def send(self, h, status, payload, headers={}):
-        data = json.dumps(payload).encode()
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         h.send_response(status)
         for k, v in {'Content-Type': 'application/json', 'Content-Length': str(len(data)), **headers}.items(): h.send_header(k, v)
         h.end_headers(); h.wfile.write(data)
@@ -252,6 +272,8 @@ class ScriptedAPI:
                 done = self.served[user]; self.served[user] += k
                 comps = self.script[user][done:done + k]
                 self.answered += 1
+        if status == 'truncated': return self.send(h, 200, b'{"id": "chatcmpl-0", "object": "chat.comp')
+        if status == 'html': return self.send(h, 200, b'<html>502 Bad Gateway</html>', {'Content-Type': 'text/html'})
         if status is not None:  # `retry-after-ms` keeps the client's backoff short
             return self.send(h, status, dict(error=dict(message=f'scripted HTTP {status}')), {'retry-after-ms': '5'})
         msgs = [dict(role='assistant', content=c) if isinstance(c, str) else dict(role='assistant', **c) for c in comps]
@@ -495,6 +517,10 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     if is_pair and not name:
         raise ValueError("evaluate((model, tokenizer), ...) needs name=...: the name to record for this in-memory model")
     model_name = name or str(model)
+    from caopd.data import check_no_credentials
+    check_no_credentials(dict(model=model_name, data_dir=str(data_dir or ''), out=str(out or ''), api_kwargs=api_kwargs),
+                         'caopd.evaluate')  # before anything is written; `api_key` is an argument that is never written
+    if backend == 'openai': api_base_url(base_url)
     rows = load_domain(domain, split, data_dir=data_dir)
     if limit is not None: rows = rows.select(range(min(limit, len(rows))))
     rows_list, prompts = list(rows), rows['prompt']
@@ -550,7 +576,7 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
                                 groups=[r['id'] for r in records])  # intervals resample prompts
     settings.update(seconds=round(time.time() - t0, 1), resumed_samples=len(done))
     if backend == 'openai':
-        settings.update(base_url=base_url or os.environ.get('OPENAI_BASE_URL') or DEFAULT_OPENAI_URL, workers=workers,
+        settings.update(base_url=api_base_url(base_url), workers=workers,
                         timeout=timeout, max_retries=max_retries)
     if backend == 'vllm': settings.update(tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len)
     settings['environment'] = environment_record()
@@ -674,3 +700,13 @@ def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoi
     print(report_markdown(report, f'{model} on {domain}/{split} (n={report["n"]})'))
     if out: print(f'wrote {out}/records.jsonl, report.json, report.md, reliability.html, confidence.html')
     # nothing is returned: the console script exits with main()'s value, and a report there would be exit code 1
+
+# %% ../nbs/09_evaluate.ipynb #c048f
+import types
+
+class _CallableModule(types.ModuleType):
+    "A module that is also its function `evaluate`."
+    def __call__(self, *args, **kwargs): return evaluate(*args, **kwargs)
+    __call__.__doc__ = evaluate.__doc__
+
+if __name__ == 'caopd.evaluate': sys.modules[__name__].__class__ = _CallableModule  # not in a notebook kernel

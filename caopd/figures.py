@@ -21,7 +21,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .data import DOMAIN_NAMES, shipped_data_dir
+from .data import DOMAIN_NAMES, shipped_path
 from .methods import METHODS
 from .metrics import confidence_counts, reliability_bins
 
@@ -163,7 +163,7 @@ def png_from_html(paths:str|Path|list, # HTML files, or folders searched recursi
 # %% ../nbs/10_figures.ipynb #c006
 def paper_dir() -> Path:
     "Folder of the paper's tables as CSV: the checkout's `data/paper`, else the copy a wheel installs in the package."
-    return shipped_data_dir('paper')
+    return shipped_path('data/paper')
 
 
 def paper_table(name:str, # table file name without `.csv`, e.g. 'table2_main_results_sdft' (see `paper_dir()`)

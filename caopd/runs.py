@@ -9,6 +9,7 @@ from pathlib import Path
 
 from fastcore.script import call_parse
 
+from .data import check_no_credentials, shipped_file
 from .evaluate import read_jsonl, write_jsonl
 from .metrics import REPORT_KEYS
 
@@ -135,13 +136,12 @@ def _expand(entry:dict, where:str) -> list[tuple[str, dict]]:
         out.append(('-'.join([str(name), *map(str, values)]), params))
     return out
 
-def read_grid(path, # a grid YAML file
+def read_grid(path, # a grid YAML file, or the name of a shipped one ('cpu.yaml', or the checkout's 'nbs/grids/cpu.yaml')
              ) -> dict:
     "A grid file as dict(notebook, root, runs=[(name, params), ...]), each run's params with the defaults filled in."
     import yaml
-    path = Path(path)
+    path = shipped_file(path, 'nbs/grids', 'grid file')
     try: spec = yaml.safe_load(path.read_text())
-    except FileNotFoundError: raise FileNotFoundError(f"grid file {path} does not exist") from None
     except yaml.YAMLError as e: raise ValueError(f"{path} is not valid YAML: {e}") from None
     if not isinstance(spec, dict) or not isinstance(spec.get('runs'), list):
         raise ValueError(f"{path}: a grid is a mapping with a `runs` list (see caopd.runs.read_grid's docs)")
@@ -156,6 +156,7 @@ def read_grid(path, # a grid YAML file
             if name in seen: raise ValueError(f"{path}: two runs are named {name!r}; names must be unique")
             seen.add(name)
             params = {k: v.replace('{root}', root) if isinstance(v, str) else v for k, v in {**defaults, **params}.items()}
+            check_no_credentials(params, f"{path}: run {name!r}")  # papermill would write them into the executed notebook
             runs.append((name, params))
     return dict(notebook=str(spec.get('notebook', 'nbs/train.ipynb')), root=root, runs=runs)
 
@@ -174,8 +175,7 @@ def run_grid(grid, # a grid YAML file (see `read_grid`)
         pats = [p.strip() for p in only.split(',') if p.strip()]
         g['runs'] = [(n, p) for n, p in g['runs'] if any(fnmatch.fnmatch(n, pat) for pat in pats)]
         if not g['runs']: raise ValueError(f"{grid}: no run name matches only={only!r}")
-    nb = Path(g['notebook'])
-    if not nb.is_file(): raise FileNotFoundError(f"{grid}: notebook {nb} does not exist (paths are relative to {Path.cwd()})")
+    nb = shipped_file(g['notebook'], 'nbs', 'notebook')  # nbs/train.ipynb: the checkout's, or an installed wheel's copy
     known = set(pm.inspect_notebook(str(nb)))
     for name, params in g['runs']:
         bad = sorted(set(params) - known)

@@ -15,8 +15,8 @@ from .runs import RunFolder, is_run
 __all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'RunArguments', 'resolve_settings', 'select_prompts',
            'warmup_stage', 'trainer_config', 'lora_config', 'method_args', 'RunFolderLog', 'plan_node',
            'run_memory_plan', 'save_every_rank', 'merge_adapter', 'save_trained', 'train', 'cli_args', 'recipe_path',
-           'launch_command', 'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown', 'parse_args',
-           'main']
+           'with_recipe_path', 'launch_command', 'server_command', 'run_logged', 'dry_run', 'grid_plans',
+           'plans_markdown', 'parse_args', 'main']
 
 # %% ../nbs/13_train.ipynb #c006
 PRESETS = {
@@ -123,7 +123,7 @@ def _world(run:RunArguments, preset:str) -> int:
 def resolve_settings(run:RunArguments) -> dict:
     "Everything `settings.json` records about `run`: the preset filled in, the protocol, the batch arithmetic."
     import torch
-    from caopd.data import check_domain, environment_record
+    from caopd.data import check_domain, check_no_credentials, environment_record
     from caopd.evaluate import protocol
     from caopd.preflight import version_table
     preset = run.preset
@@ -142,10 +142,11 @@ def resolve_settings(run:RunArguments) -> dict:
     overrides = run.trainer_overrides or {}
     if isinstance(overrides, str):
         try: overrides = json.loads(overrides)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"trainer_overrides={run.trainer_overrides!r} is not JSON ({e}): pass a dict, "
-                             f"e.g. '{{\"beta\": 0.0}}'") from None
-    if not isinstance(overrides, dict): raise ValueError(f"trainer_overrides must be a dict, got {overrides!r}")
+        except json.JSONDecodeError as e:  # its text is not echoed: it may hold a credential
+            raise ValueError(f"trainer_overrides is not JSON ({e}): pass a dict, e.g. '{{\"beta\": 0.0}}'") from None
+    if not isinstance(overrides, dict): raise ValueError(f"trainer_overrides must be a dict, got a {type(overrides).__name__}")
+    check_no_credentials({**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)}, 'trainer_overrides': overrides},
+                         'caopd.train')  # before anything is written or printed
 
     # continual training starts from an earlier run's checkpoint and extends its sequence of training domains
     domain = check_domain(cfg.pop('domain'))  # the run's, else the preset's
@@ -408,12 +409,18 @@ def cli_args(run:RunArguments) -> list[str]:
     return out
 
 def recipe_path(name:str) -> Path:
-    "A shipped recipe or launcher configuration of `data/recipes/` (in a wheel: `caopd/_data/recipes/`)."
-    from caopd.data import shipped_data_dir
-    path = shipped_data_dir('recipes')/name
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing: recipes are {sorted(p.name for p in path.parent.glob('*.yaml'))}")
-    return path
+    "A recipe or launcher configuration: a path, or the name of one caopd ships in `data/recipes/` (a wheel's copy too)."
+    from caopd.data import shipped_file
+    return shipped_file(name, 'data/recipes', 'recipe')
+
+def with_recipe_path(argv:list[str]) -> list[str]:
+    "`argv` with the recipe of `--config NAME` (or `--config=NAME`) resolved by `recipe_path`, so a shipped recipe is named from anywhere."
+    out, it = [], iter(argv)
+    for a in it:
+        if a == '--config': out += [a, str(recipe_path(next(it, '')))]
+        elif a.startswith('--config='): out += ['--config', str(recipe_path(a.split('=', 1)[1]))]
+        else: out.append(a)
+    return out
 
 def launch_command(run:RunArguments, settings:dict|None=None) -> list[str]:
     "The command that trains `run`: python, accelerate launch (GPUs, FSDP2) or torchrun (CPU processes)."
@@ -534,7 +541,8 @@ def parse_args(argv:list[str]|None=None) -> RunArguments:
     from caopd.baselines import method_spec
     parser = TrlParser([RunArguments], prog='caopd-train', description="Train one CaOPD (or baseline) run into a run "
                        "folder. Other --field value pairs are fields of the method's TRL config (e.g. --teacher_update_rate 0.1).")
-    run, rest = parser.parse_args_and_config(argv, return_remaining_strings=True)
+    run, rest = parser.parse_args_and_config(with_recipe_path(sys.argv[1:] if argv is None else argv),
+                                             return_remaining_strings=True)
     if rest:
         config_cls = method_spec(run.method).classes()[1]
         given = [a[2:].split('=')[0] for a in rest if a.startswith('--')]

@@ -90,6 +90,24 @@ def _can_build_offline() -> bool:
     except md.PackageNotFoundError: return False
     return v >= (70, 1) or (v >= (64, 0) and importlib.util.find_spec('wheel') is not None)
 
+def _package_data() -> list[str]:
+    "The checkout paths a wheel carries (settings.ini's package_data)."
+    return _settings()['package_data'].split()
+
+def _files(rel:str) -> list[str]:
+    "The files at checkout path `rel` (a file or a folder), as checkout paths."
+    p = ROOT/rel
+    return [rel] if p.is_file() else [q.relative_to(ROOT).as_posix() for q in p.rglob('*') if q.is_file()]
+
+def test_sdist_carries_the_package_data():
+    "MANIFEST.in puts every package_data path into the sdist, from which setup.py copies them into the wheel."
+    lines = [l.split() for l in (ROOT/'MANIFEST.in').read_text().splitlines() if l.strip() and not l.startswith('#')]
+    grafted = {a for l in lines if l[0] == 'graft' for a in l[1:]}
+    included = {a for l in lines if l[0] == 'include' for a in l[1:]}
+    for rel in _package_data():
+        assert (ROOT/rel).exists(), f"settings.ini's package_data names {rel}, which does not exist"
+        assert (rel in grafted) if (ROOT/rel).is_dir() else (rel in included), f'MANIFEST.in does not put {rel} in the sdist'
+
 @pytest.fixture(scope='module')
 def wheel(tmp_path_factory) -> Path:
     "A wheel built from a copy of what the sdist holds (so nothing is written into the checkout)."
@@ -97,7 +115,9 @@ def wheel(tmp_path_factory) -> Path:
     src = tmp/'src'; src.mkdir()
     for f in ('setup.py', 'pyproject.toml', 'MANIFEST.in', 'settings.ini', 'README.md', 'LICENSE'): shutil.copy(ROOT/f, src/f)
     shutil.copytree(ROOT/'caopd', src/'caopd', ignore=shutil.ignore_patterns('__pycache__'))
-    for d in ('paper', 'fixtures', 'recipes'): shutil.copytree(ROOT/'data'/d, src/'data'/d)
+    for rel in _package_data():
+        (src/rel).parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if (ROOT/rel).is_dir() else shutil.copy2)(ROOT/rel, src/rel)
     cmd = [sys.executable, '-m', 'pip', 'wheel', '--no-deps', '--disable-pip-version-check', '-w', str(tmp/'dist'), str(src)]
     if _can_build_offline(): cmd.insert(5, '--no-build-isolation')
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -109,8 +129,8 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_contents(wheel):
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {f'caopd/{p.name}' for p in (ROOT/'caopd').glob('*.py')} <= names
-    for d in ('paper', 'fixtures', 'recipes'):
-        want = {f'caopd/_data/{d}/{p.relative_to(ROOT/"data"/d).as_posix()}' for p in (ROOT/'data'/d).rglob('*') if p.is_file()}
+    for rel in _package_data():
+        want = {f'caopd/_data/{f}' for f in _files(rel)}
         assert want and want <= names, sorted(want - names)
     assert not [n for n in names if n.split('/')[0] in ('nbs', 'tests', 'data', 'figures')]
     ep = zipfile.ZipFile(wheel).read(f'caopd-{_settings()["version"]}.dist-info/entry_points.txt').decode()
@@ -132,3 +152,54 @@ def test_wheel_reads_its_data_outside_the_checkout(wheel, tmp_path):
     assert res.returncode == 0, res.stderr[-3000:]
     n_paper, n_fixtures = map(int, res.stdout.split())
     assert n_paper > 0 and n_fixtures == 10
+    # shipped recipes, grids and the train notebook, by name from a folder that is no checkout
+    code = ("import caopd; from pathlib import Path; from caopd.runs import read_grid; from caopd.data import shipped_file\n"
+            "pkg = Path(caopd.__file__).resolve().parent\n"
+            "from caopd.train import recipe_path; assert recipe_path('qwen3-8b-chemistry-caopd-sdft-lora.yaml').is_relative_to(pkg)\n"
+            "for g in ('cpu.yaml', 'nbs/grids/paper.yaml'): assert read_grid(g)['runs']\n"
+            "assert shipped_file(read_grid('cpu.yaml')['notebook'], 'nbs') == pkg/'_data'/'nbs'/'train.ipynb'\n"
+            "assert shipped_file('evaluate.ipynb', 'nbs').is_relative_to(pkg)")
+    res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    shipped_nb = str(site/'caopd'/'_data'/'nbs'/'train.ipynb')
+    res = subprocess.run([sys.executable, '-m', 'caopd.runs', 'cpu.yaml', '--dry_run', '--only', 'chemistry-sdft'],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert res.returncode == 0 and f'papermill {shipped_nb} ' in res.stdout, res.stdout[-2000:] + res.stderr[-3000:]
+    res = subprocess.run([sys.executable, '-m', 'caopd.train', '--config', 'qwen3-8b-chemistry-caopd-sdft-lora.yaml',
+                          '--dry_run', 'true', '--out', str(tmp_path/'lora')], capture_output=True, text=True,
+                         timeout=300, cwd=tmp_path, env=env)
+    assert res.returncode == 0 and '--lora_r 64' in res.stdout and '(fits)' in res.stdout, res.stderr[-3000:]
+
+
+def test_import_caopd_is_light_and_offers_the_first_names():
+    "`import caopd` imports no torch/TRL/transformers; every name it advertises resolves, lazily, as in TRL."
+    code = ("import sys, caopd\n"
+            "heavy = sorted({'torch', 'trl', 'transformers', 'datasets', 'caopd.trainer'} & set(sys.modules))\n"
+            "assert not heavy, heavy\n"
+            "assert set(caopd.__all__) <= set(dir(caopd))\n"
+            "from caopd import CaOPDSDFTTrainer, CaOPDSDPOTrainer, CaOPDSDFTConfig, CaOPDSDPOConfig, calibration_report, parse_confidence, evaluate\n"
+            "import caopd.trainer, caopd.evaluate as ev\n"
+            "for n in caopd.__all__: assert getattr(caopd, n) is not None, n\n"
+            "assert CaOPDSDFTTrainer is caopd.trainer.CaOPDSDFTTrainer and issubclass(CaOPDSDFTConfig, caopd.config.CaOPDConfig)\n"
+            "assert parse_confidence('Confidence: 0.85') == 0.85 and calibration_report([0.9, 0.2], [True, False])['accuracy'] == 0.5\n"
+            "assert evaluate is ev and caopd.evaluate is ev and callable(ev) and ev.evaluate.__doc__ == ev.__call__.__doc__\n"
+            "try: caopd.no_such_name\n"
+            "except AttributeError as e: assert 'CaOPDSDFTTrainer' in str(e)\n"
+            "else: raise AssertionError('no AttributeError')\n"
+            "print(len(caopd.__all__))")
+    res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert int(res.stdout.split()[-1]) >= 8
+
+
+def test_caopd_evaluate_is_callable_as_its_function():
+    "`caopd.evaluate(...)` evaluates (the module is callable), whatever imported caopd.evaluate first."
+    import caopd
+    from caopd.data import fixtures_dir
+    from caopd.evaluate import ScriptedAPI, load_domain
+    rows = load_domain('chemistry', 'test', data_dir=fixtures_dir())
+    script = {r['prompt'][-1]['content']: [f"<answer>{r['answer']}</answer> Confidence: 0.8"] for r in rows}
+    with ScriptedAPI(script) as api:
+        records, report = caopd.evaluate('openai:m', 'chemistry', 'test', data_dir=fixtures_dir(), base_url=api.url,
+                                         api_key='k', progress=False)
+    assert len(records) == len(rows) and report['accuracy'] == 1.0
