@@ -446,14 +446,19 @@ def prompts_sha256(rows,  # the evaluated rows, with `id`, `prompt` and `answer`
 
 def kept_records(path,  # a run folder's records.jsonl
                 ) -> list[dict]:
-    "The records an interrupted evaluation left in `path` ([] when none); a last line cut off mid-write is dropped from the file."
+    "The records an interrupted evaluation left in `path` ([] when none); a last line cut off mid-write is dropped from the file, with a warning."
     path = Path(path)
     if not path.exists(): return []
     text = path.read_text(encoding='utf-8')
     if text and not text.endswith('\n'):
         head, _, tail = text.rpartition('\n')
         try: json.loads(tail); text += '\n'
-        except json.JSONDecodeError: text = head + '\n' if head else ''
+        except json.JSONDecodeError:
+            import warnings
+            text = head + '\n' if head else ''
+            warnings.warn(f"{path}, line {text.count(chr(10)) + 1 if head else 1}: a record cut off mid-write (a killed "
+                          f"run; {len(tail)} characters: {tail[:60]!r}...) is dropped from the file; the sample it held "
+                          f"is generated again", stacklevel=2)
         path.write_text(text, encoding='utf-8')
     return read_jsonl(path)
 

@@ -14,7 +14,8 @@ from .evaluate import read_jsonl, write_jsonl
 from .metrics import REPORT_KEYS
 
 # %% auto #0
-__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'RunFolder', 'is_run', 'load_run', 'runs_table', 'papermill_command', 'read_grid',
+__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'RUN_IDENTITY', 'OVERRIDES_NOT_IDENTITY', 'REPLACED', 'RunFolder', 'is_run', 'load_run',
+           'run_identity', 'identity_diff', 'run_folder', 'diff_text', 'runs_table', 'papermill_command', 'read_grid',
            'run_grid', 'main']
 
 # %% ../nbs/11_runs.ipynb #c005
@@ -82,6 +83,106 @@ def load_run(path) -> dict:
     "A run folder as a dict: path, settings, before/after (calibration reports), elicited (or None), log (training log)."
     return RunFolder(path).load()
 
+# %% ../nbs/11_runs.ipynb #id02
+import re, time
+from fastcore.basics import patch
+from .evaluate import RunMismatchError
+
+RUN_IDENTITY = (  # the settings (`caopd.train.resolve_settings`, then `select_prompts`) that define a run
+    'model', 'init_from', 'method', 'domain', 'eval_domain', 'seed',  # what starts, from where, trained on what
+    'K', 'learning_rate', 'max_steps', 'num_train_epochs', 'prompts_per_step', 'max_completion_length', 'warmup_steps',
+    'rollout_sampling', 'lora_r', 'trainer_overrides',  # the method's config
+    'n_train', 'train_prompts_sha256',  # the training prompts: how many, and which (data folder, data version, draw)
+    'format_warmup', 'format_warmup_steps', 'warmup_domains', 'warmup_prompts_sha256',  # the format warm-up
+    'eval_limit', 'eval_samples', 'eval_max_new_tokens', 'eval_temperature', 'eval_top_p', 'elicit',
+    'test_prompts_sha256',  # the evaluation protocol and its prompts
+    'caopd_version')  # the code
+OVERRIDES_NOT_IDENTITY = ('logging_steps', 'save_total_limit', 'disable_tqdm', 'dataloader_num_workers', 'logging_dir',
+                          'log_completions', 'num_completions_to_print', 'hub_strategy', 'hub_private_repo', 'hub_token')
+REPLACED = '.replaced-'  # a folder set aside by `overwrite` is renamed <out>.replaced-<time>
+_RUN_PARTS = ('settings', 'warmup', 'trainer', 'training', 'checkpoint', 'metrics')  # what shows a folder holds a run
+
+def run_identity(settings:dict, # `caopd.train.resolve_settings(...)`, after `select_prompts` (the prompts' digests)
+                ) -> dict:
+    "What defines the run of `settings`: its `RUN_IDENTITY` keys, TRL overrides that change training, caopd's version."
+    s = dict(settings, caopd_version=(settings.get('environment') or {}).get('caopd'))
+    if isinstance(s.get('trainer_overrides'), dict):
+        s['trainer_overrides'] = {k: v for k, v in s['trainer_overrides'].items() if k not in OVERRIDES_NOT_IDENTITY}
+    return json.loads(json.dumps({k: s[k] for k in RUN_IDENTITY if k in s}))  # as it reads back from run.json
+
+def identity_diff(old:dict, new:dict) -> dict:
+    "{field: (old, new)} where two identities differ; a field only one of them records (an older run) is not compared."
+    return {k: (old[k], v) for k, v in new.items() if k in old and old[k] != v}
+
+def run_folder(model:str, # the model's name (`settings['model']`): an alias, HF id or folder; its last part is used
+               train_domains:list, # the domains trained on, in order (one, or more for continual training)
+               eval_domain:str, # the test domain
+               method:str, seed:int,
+               lora_r:int|None=None, # LoRA rank, or None (full fine-tuning)
+               root:str='runs/train', # where default run folders live
+              ) -> str:
+    "The run folder of a run given no `out`: <root>/<model>-<domains>[-to-<eval domain>]-<method>[-lora<r>]-seed<seed>."
+    parts = [Path(str(model)).name, *train_domains, *([f'to-{eval_domain}'] if eval_domain != train_domains[-1] else []),
+             method, *([f'lora{lora_r}'] if lora_r else []), f'seed{seed}']
+    return str(Path(root)/re.sub(r'[^a-z0-9._]+', '-', '-'.join(map(str, parts)).lower()).strip('-'))
+
+@patch(as_prop=True)
+def identity(self:RunFolder) -> Path: return self.path/'run.json'  # what defines the run it holds (`run_identity`)
+
+@patch
+def read_identity(self:RunFolder) -> dict|None:
+    "What defines the run the folder holds: run.json; for a run made before run.json, what its settings.json says; else None."
+    if self.identity.is_file(): return _read_json(self.identity, 'written when the run started')
+    if self.settings.is_file(): return run_identity(self.read_settings())
+    return None
+
+def diff_text(diff:dict, # `identity_diff(old, new)`
+             ) -> str:
+    "The differences on one line, `field: old -> new; ...`, digests shortened."
+    show = lambda v: f"{v[:12]}..." if isinstance(v, str) and len(v) == 64 else repr(v)
+    return '; '.join(f'{k}: {show(a)} -> {show(b)}' for k, (a, b) in diff.items())
+
+@patch
+def claim(self:RunFolder,
+          identity:dict, # `run_identity(settings)` of the run about to start
+          overwrite:bool=False, # a folder holding another run: move it aside (`set_aside`) instead of refusing
+          main:bool=True, # whether this process writes (the main one); the others only check
+         ) -> Path|None:
+    "Claim the folder for the run `identity` before any work: the same run resumes, another is refused (or set aside); where the old one went."
+    old = self.read_identity()
+    if old is not None: diff = identity_diff(old, identity)
+    elif any(getattr(self, p).exists() for p in _RUN_PARTS): diff = {'run.json': ('missing (a run of unknown settings)', 'this run')}
+    else: diff = {}
+    if diff and not overwrite:
+        raise RunMismatchError(f"{self.path} holds another run ({diff_text(diff)}); training there would mix the two runs. Choose "
+                               f"another out (or none: a folder named after the run), or pass overwrite=True "
+                               f"(--overwrite true) to move the old run aside to {self.path.name}{REPLACED}<time> (kept whole)")
+    moved = self.set_aside() if diff and main else None
+    if main and not self.identity.is_file(): self._write(self.identity, identity)
+    return moved
+
+@patch
+def set_aside(self:RunFolder) -> Path:
+    "Rename the folder <path>.replaced-<time> (nothing is deleted) and leave an empty folder in its place; the new name."
+    stamp, n = time.strftime('%Y%m%d-%H%M%S'), 0
+    dest = self.path.with_name(f'{self.path.name}{REPLACED}{stamp}')
+    while dest.exists(): n += 1; dest = self.path.with_name(f'{self.path.name}{REPLACED}{stamp}-{n}')
+    self.path.rename(dest); self.path.mkdir(parents=True)
+    return dest
+
+@patch
+def discard_training(self:RunFolder,
+                     from_scratch:bool, # also the checkpoints, log and rollouts (a training that starts over)
+                    ):
+    "Remove what an earlier training of this same run left that a new training replaces: trained model, train.json, after."
+    import shutil
+    parts = [self.training, self.checkpoint, self.path/'adapter', self.eval('after'), self.metrics, self.figures,
+             self.path/'metrics.md', self.path/'metrics.csv']
+    if from_scratch: parts += [self.trainer, self.log, self.rollouts, self.mu_hat]
+    for p in parts:
+        if p.is_dir(): shutil.rmtree(p)
+        else: p.unlink(missing_ok=True)
+
 # %% ../nbs/11_runs.ipynb #c007
 def runs_table(root='runs', # folder searched recursively for run folders
               ):
@@ -90,7 +191,7 @@ def runs_table(root='runs', # folder searched recursively for run folders
     root = Path(root)
     rows = []
     for s in sorted(root.rglob('settings.json')) if root.is_dir() else []:
-        if not is_run(s.parent): continue
+        if not is_run(s.parent) or REPLACED in s.parent.name: continue  # a run set aside by overwrite
         run = load_run(s.parent)
         st = run['settings']
         row = dict(path=str(s.parent), **{c: st.get(c) for c in RUN_COLUMNS})
@@ -162,7 +263,7 @@ def read_grid(path, # a grid YAML file, or the name of a shipped one ('cpu.yaml'
 
 # %% ../nbs/11_runs.ipynb #c017
 def run_grid(grid, # a grid YAML file (see `read_grid`)
-             force:bool=False, # re-run runs whose folder already holds a finished run
+             force:bool=False, # re-run runs whose folder already holds a finished run (the old run is set aside, kept)
              dry_run:bool=False, # only print the commands
              kernel_name:str='python3', # the Jupyter kernel papermill starts
              log_output:bool=False, # stream the notebook's output while it runs
@@ -189,6 +290,7 @@ def run_grid(grid, # a grid YAML file (see `read_grid`)
             print(f"[skip] {name}: {out} is finished (force=True re-runs it)"); continue
         print(f"[run] {cmd}", flush=True)
         if dry_run: continue
+        if is_run(out): print(f"[set aside] {name}: the finished run is now {RunFolder(out).set_aside()}", flush=True)
         out.mkdir(parents=True, exist_ok=True)
         pm.execute_notebook(str(nb), str(out/nb.name), parameters=dict(params, out=str(out)), kernel_name=kernel_name,
                             log_output=log_output, progress_bar=False, cwd=str(Path.cwd()))

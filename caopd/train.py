@@ -12,11 +12,12 @@ from .methods import check_method
 from .runs import RunFolder, is_run
 
 # %% auto #0
-__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'RunArguments', 'resolve_settings', 'select_prompts',
-           'warmup_stage', 'trainer_config', 'lora_config', 'method_args', 'RunFolderLog', 'plan_node',
-           'run_memory_plan', 'save_every_rank', 'merge_adapter', 'save_trained', 'train', 'cli_args', 'recipe_path',
-           'with_recipe_path', 'launch_command', 'server_command', 'run_logged', 'dry_run', 'grid_plans',
-           'plans_markdown', 'parse_args', 'main']
+__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'WARMUP_IDENTITY', 'RunArguments', 'resolve_settings',
+           'select_prompts', 'warmup_stage', 'trainer_config', 'lora_config', 'method_args', 'RunFolderLog',
+           'plan_node', 'run_memory_plan', 'save_every_rank', 'merge_adapter', 'save_trained', 'TrainingDone',
+           'StopWhenTrained', 'end_process_group', 'train', 'cli_args', 'recipe_path', 'with_recipe_path',
+           'launch_command', 'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown', 'parse_args',
+           'main']
 
 # %% ../nbs/13_train.ipynb #c006
 PRESETS = {
@@ -91,7 +92,9 @@ class RunArguments:
     gpu: str = _h("GPU type for the memory plan: 'auto' (the visible one; H200 for preset 'paper' without a GPU), "
                   "a name of caopd.preflight.GPUS, or 'cpu'", default='auto')
     save_steps: int | None = _h("checkpoint every this many steps (resume starts from the last one)", default=None)
-    resume: bool = _h("resume from the last checkpoint in the run folder's trainer/ when there is one", default=True)
+    resume: bool = _h("resume from the last checkpoint in the run folder's trainer/ when there is one; a finished "
+                      "training is not trained again. False: train the run again from its start (its checkpoints, "
+                      "trained model and after-training evaluation are removed; the warm-up is kept)", default=True)
     report_to: str = _h("trackers, as in transformers: 'none', 'wandb', 'tensorboard', 'trackio', 'all'",
                         default='none')
     run_name: str | None = _h("the run's name for trackers (default: the run folder's name)", default=None)
@@ -103,7 +106,10 @@ class RunArguments:
                           "needs them); caopd.train always saves them", default=True)
     seed: int = _h("seed of training and evaluation sampling", default=0)
     data_dir: str | None = _h("data folder (None: $CAOPD_DATA_DIR or ../shared/data)", default=None)
-    out: str = _h("the run folder", default='runs/train/smollm2-arithmetic-caopd-sdft')
+    out: str | None = _h("the run folder; None: runs/train/<model>-<domain>-<method>-seed<seed>, named after what "
+                         "defines the run (caopd.runs.run_folder)", default=None)
+    overwrite: bool = _h("the run folder holds another run: move it aside to <out>.replaced-<time> (kept whole) and "
+                         "start this run there; without it such a run is refused, naming what differs", default=False)
     dry_run: bool = _h("build every config, print the launch command and the memory plan, and stop", default=False)
 
 # %% ../nbs/13_train.ipynb #c011
@@ -126,6 +132,7 @@ def resolve_settings(run:RunArguments) -> dict:
     from caopd.data import check_domain, check_no_credentials, environment_record
     from caopd.evaluate import protocol
     from caopd.preflight import version_table
+    from caopd.runs import run_folder
     preset = run.preset
     if preset == 'auto' and torch.cuda.is_available(): preset = 'paper'
     elif preset == 'auto':  # no usable GPU: the CPU preset, unless the model is too large to train on CPU
@@ -172,6 +179,7 @@ def resolve_settings(run:RunArguments) -> dict:
     if isinstance(w, str): w = [d.strip() for d in w.split(',') if d.strip()]
     warmup_domains = [check_domain(d) for d in dict.fromkeys(w or [domain, eval_domain])] if cfg['format_warmup'] else []
 
+    out = run.out or run_folder(model_name, train_domains, eval_domain, run.method, run.seed, run.lora_r)
     world = _world(run, preset)
     completions = cfg['prompts_per_step'] * cfg['K']
     if run.per_device_train_batch_size is None:  # the preset's micro-batch, shrunk to divide a step's completions
@@ -188,17 +196,18 @@ def resolve_settings(run:RunArguments) -> dict:
                 scale='gpu' if torch.cuda.is_available() else 'cpu', seed=run.seed, backend=run.backend, **cfg,
                 gradient_accumulation_steps=completions // (b * world), world_size=world, vllm_mode=run.vllm_mode,
                 lora_r=run.lora_r, resume=run.resume, report_to=run.report_to,
-                run_name=run.run_name or Path(run.out).name, push_to_hub=run.push_to_hub, hub_model_id=run.hub_model_id,
-                trainer_overrides=overrides, save_model=run.save_model, out=str(run.out),
+                run_name=run.run_name or Path(out).name, push_to_hub=run.push_to_hub, hub_model_id=run.hub_model_id,
+                trainer_overrides=overrides, save_model=run.save_model, out=str(out),
                 environment=environment_record(),  # package versions and the git commit of this checkout
                 versions=version_table())  # torch, CUDA, vLLM, TRL, transformers against their supported ranges
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:dict, # `resolve_settings(...)`
                   ) -> tuple:
-    "(train_rows, warmup_rows or None); records their counts in `settings`."
+    "(train_rows, warmup_rows or None); records their counts and digests (with the test prompts') in `settings`."
     from datasets import concatenate_datasets
     from caopd.data import interleaved_order, load_domain
+    from caopd.evaluate import prompts_sha256
     from caopd.warmup import FormatWarmupConfig
     @functools.cache  # the training domain is usually a warm-up domain too: load and shuffle it once
     def pool(domain):
@@ -213,30 +222,53 @@ def select_prompts(settings:dict, # `resolve_settings(...)`
         n = settings['format_warmup_steps'] * FormatWarmupConfig.__dataclass_fields__['per_device_train_batch_size'].default
         domains = settings['warmup_domains']
         shares = [n // len(domains) + (j < n % len(domains)) for j in range(len(domains))]
-        parts = []
+        parts, shown = [], []
         for d, n_w in zip(domains, shares):
             rows, n_d = pool(d)
             rest = range(n_d, min(n_d + n_w, len(rows)))  # after the prompts a run on `d` trains on
             rows = rows.select(rest if len(rest) == n_w else range(min(n_w, len(rows))))
+            shown += list(rows)
             parts.append(rows.select_columns(['id', 'domain', 'prompt', 'privileged_context']))
         warmup_rows = concatenate_datasets(parts)
-    n_test = len(load_domain(settings['eval_domain'], 'test', data_dir=settings['data_dir']))
-    settings.update(n_train_prompts=len(train_rows), n_eval_prompts=min(settings['eval_limit'] or n_test, n_test),
-                    n_warmup_prompts=len(warmup_rows) if warmup_rows is not None else 0)
+    test = load_domain(settings['eval_domain'], 'test', data_dir=settings['data_dir'])
+    n_eval = min(settings['eval_limit'] or len(test), len(test))
+    settings.update(n_train_prompts=len(train_rows), n_eval_prompts=n_eval,
+                    n_warmup_prompts=len(warmup_rows) if warmup_rows is not None else 0,
+                    # which prompts, for the run's identity (caopd.runs.RUN_IDENTITY): another data folder, data
+                    # version or draw gives other digests
+                    train_prompts_sha256=prompts_sha256(train_rows), test_prompts_sha256=prompts_sha256(test.select(range(n_eval))),
+                    warmup_prompts_sha256=prompts_sha256(shown) if warmup_rows is not None else None)
     return train_rows, warmup_rows
 
 # %% ../nbs/13_train.ipynb #c016
-def warmup_stage(settings:dict, # `resolve_settings(...)`; `start` and `warmup` are updated when the warm-up runs
+WARMUP_IDENTITY = ('model', 'mask', 'max_steps', 'seed', 'prompts_sha256')  # what makes two warm-ups the same one
+
+def _warmup_identity(record:dict) -> dict:
+    "A warm-up's `WARMUP_IDENTITY`, from its warmup.json (`caopd.warmup.format_warmup`'s record)."
+    r = {**record.get('settings', {}), **record}
+    return {k: r[k] for k in WARMUP_IDENTITY if r.get(k) is not None}  # an older record has no prompts_sha256
+
+def warmup_stage(settings:dict, # `resolve_settings(...)` and `select_prompts(...)`; `start` and `warmup` are updated
                  warmup_rows, # `select_prompts(...)[1]`
                  folder:RunFolder, # the run folder
                 ) -> str:
-    "The model the method starts from: the warm-up's checkpoint (made once per run folder), or `settings['start']`."
+    "The model the method starts from: the warm-up's checkpoint (made once, reused only by the same warm-up), or `settings['start']`."
     if not settings['format_warmup']: return settings['start']
+    from caopd.evaluate import RunMismatchError
+    from caopd.runs import diff_text, identity_diff
     from caopd.warmup import format_warmup
     record, ckpt = folder.warmup/'warmup.json', folder.warmup/'checkpoint'
-    if not (record.is_file() and (ckpt/'config.json').is_file()):
+    want = dict(model=settings['start'], mask=settings['format_warmup'], max_steps=settings['format_warmup_steps'],
+                seed=settings['seed'], prompts_sha256=settings.get('warmup_prompts_sha256'))
+    if record.is_file() and (ckpt/'config.json').is_file():
+        diff = identity_diff(_warmup_identity(json.loads(record.read_text())), want)
+        if diff: raise RunMismatchError(f"{folder.warmup} holds another warm-up ({diff_text(diff)}): this run would start "
+                                        f"from another model's or another warm-up's weights. Pass overwrite=True "
+                                        f"(--overwrite true) to set {folder.path} aside, or choose another out")
+    else:
         format_warmup(settings['start'], warmup_rows, folder.warmup, warmup_mask=settings['format_warmup'],
                       max_steps=settings['format_warmup_steps'], seed=settings['seed'], disable_tqdm=True)
+        folder._write(record, {**json.loads(record.read_text()), 'prompts_sha256': want['prompts_sha256']})
     settings.update(start=str(ckpt), warmup=json.loads(record.read_text()))
     return settings['start']
 
@@ -357,36 +389,60 @@ def save_trained(trainer, folder:RunFolder, settings:dict):
     acc.wait_for_everyone()  # no rank goes on (or exits) while the main process still writes
 
 # %% ../nbs/13_train.ipynb #c026
-def train(run:RunArguments, # the run's parameters
-         ) -> RunFolder:
-    "Train one run into `run.out` (settings, warm-up, training with checkpoints and resume, the trained model)."
+class TrainingDone(Exception):
+    "Raised by `StopWhenTrained`: the checkpoint resumed from holds the run's last step."
+
+class StopWhenTrained(TrainerCallback):
+    "Stop a run resumed from its final checkpoint before it trains a step: transformers' Trainer checks `max_steps` only after a step."
+    def on_step_begin(self, args, state, control, **kwargs):
+        if state.max_steps > 0 and state.global_step >= state.max_steps: raise TrainingDone(state.global_step)
+
+def end_process_group():
+    "Destroy torch.distributed's process group, when one is up, once nothing holds it: every rank calls it before it exits."
+    import gc, torch.distributed as dist
+    gc.collect()  # the trainer (its DDP model holds the group) is garbage in a cycle with its callbacks: free it first
+    if dist.is_available() and dist.is_initialized(): dist.destroy_process_group()  # gloo's threads end here, not at exit
+
+def _train(run:RunArguments) -> RunFolder:
     from transformers.trainer_utils import get_last_checkpoint
     from caopd.baselines import build_trainer
+    from caopd.runs import run_identity
     from caopd.trainer import StepTimer
-    folder, t0 = RunFolder(run.out), time.time()
+    t0 = time.time()
     settings = resolve_settings(run)
     if run.dry_run: return dry_run(run, settings)
     import torch
     if settings['preset'] == 'paper' and not torch.cuda.is_available():
         raise RuntimeError("preset='paper' (Table 6: vLLM rollouts, 8192-token responses) needs GPUs and none is "
                            "visible: use preset='cpu' here, or dry_run=True to plan the paper's run")
+    folder = RunFolder(settings['out'])
     train_rows, warmup_rows = select_prompts(settings)
-    start = warmup_stage(settings, warmup_rows, folder)
-    if settings['world_size'] > 1:  # every process loads the warmed checkpoint only once the main one has saved it
+    moved = folder.claim(run_identity(settings), run.overwrite, main=_main_process())  # before any work
+    if moved: print(f"{folder.path} held another run; it was moved, whole, to {moved}", flush=True)
+    if settings['world_size'] > 1:  # the other processes look into the folder once the main one has claimed it
         from accelerate import PartialState
         PartialState().wait_for_everyone()
-    if _main_process(): folder.write_settings({**folder.read_settings(missing_ok=True), **settings})
+    if run.resume and folder.training.is_file():  # rerunning a finished run trains nothing
+        print(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): "
+              f"nothing to train; resume=False (--resume false) trains it again from the start", flush=True)
+        return folder
+    last = get_last_checkpoint(str(folder.trainer)) if run.resume and folder.trainer.is_dir() else None
+    if _main_process(): folder.discard_training(from_scratch=last is None)  # nothing of an earlier training mixes in
+    start = warmup_stage(settings, warmup_rows, folder)
+    if settings['world_size'] > 1:  # every process loads the warmed checkpoint only once the main one has saved it
+        PartialState().wait_for_everyone()
+    if _main_process(): folder.write_settings(settings)  # this run's settings only: no key of an earlier one stays
     from caopd.preflight import check_fits
     plan = run_memory_plan(settings, run.gpu)
     print(f'preflight: {plan.summary()}', flush=True)
     check_fits(plan)  # refuse before loading the model, naming the fixes
-    last = get_last_checkpoint(str(folder.trainer)) if run.resume and folder.trainer.is_dir() else None
     log = RunFolderLog(folder)
     trainer = build_trainer(settings['method'], start, settings['domain'], train_dataset=train_rows,
-                            output_dir=folder.trainer, peft_config=lora_config(settings), callbacks=[StepTimer(), log],
-                            **trainer_config(settings, folder))
+                            output_dir=folder.trainer, peft_config=lora_config(settings),
+                            callbacks=[StepTimer(), log, StopWhenTrained()], **trainer_config(settings, folder))
     log.trainer = trainer
-    trainer.train(resume_from_checkpoint=last)
+    try: trainer.train(resume_from_checkpoint=last)
+    except TrainingDone: pass  # killed after its last checkpoint, before the model was saved: the weights are loaded
     save_trained(trainer, folder, settings)
     if trainer.accelerator.is_main_process:
         folder.write_log(trainer.state.log_history)
@@ -396,6 +452,12 @@ def train(run:RunArguments, # the run's parameters
                                    adapter=str(folder.path/'adapter') if settings['lora_r'] else None))
     if settings['push_to_hub']: trainer.push_to_hub()
     return folder
+
+def train(run:RunArguments, # the run's parameters
+         ) -> RunFolder:
+    "Train one run into its run folder (settings, warm-up, training with checkpoints and resume, the trained model)."
+    try: return _train(run)
+    finally: end_process_group()  # also on an error: a rank must not leave gloo's threads to the interpreter's exit
 
 # %% ../nbs/13_train.ipynb #c028
 def cli_args(run:RunArguments) -> list[str]:
@@ -476,7 +538,7 @@ def run_logged(cmd:list[str], # the command, e.g. `launch_command(run)`
 def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dict:
     "Build every config of `run`, print the launch command and the memory plan; raise when the plan cannot fit."
     settings = settings or resolve_settings(run)
-    folder = RunFolder(run.out)
+    folder = RunFolder(settings['out'])
     args = method_args(settings, folder)
     default = lambda f: f.default_factory() if f.default is dataclasses.MISSING else f.default
     changed = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)
@@ -485,7 +547,7 @@ def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dic
     cmd, server = launch_command(run, settings), server_command(settings)
     if verbose:
         print(f"{settings['method']} on {settings['model']} ({settings['preset']} preset, {settings['protocol']}); "
-              f"run folder {run.out}")
+              f"run folder {settings['out']}")
         if run.preset == 'auto' and settings['preset'] == 'paper' and settings['scale'] == 'cpu':
             print("preset auto: no usable GPU here, so this is the plan of the paper preset on the paper's node; "
                   "training here would stop (pass --preset paper on the GPU node)")

@@ -109,3 +109,26 @@ def test_continual_training_and_grid_resume(grid_runs):
     res = subprocess.run([sys.executable, '-m', 'caopd.runs', str(root.parent/'grid.yaml'), '--dry_run'], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and res.stdout.count('[skip]') == 3, res.stdout + res.stderr
+
+
+def test_notebook_refuses_a_mixed_run_and_resumes_a_finished_one(grid_runs):
+    """The notebook into a finished CaOPD folder with another method is refused before any work, naming it, and the
+    folder is unchanged; the same run again trains nothing and keeps its samples (it makes only what is missing)."""
+    import papermill as pm
+    from caopd.runs import RunFolder
+    root, _ = grid_runs
+    out = root/'chemistry-caopd-sdft-1'
+    folder = RunFolder(out)
+    params = dict(TINY, model=folder.read_settings()['model'], domain='chemistry', method='caopd-sdft', num_processes=1,
+                  out=str(out))
+    kept = [folder.training, folder.identity, folder.eval('before')/'records.jsonl', folder.eval('after')/'records.jsonl']
+    before = {p: p.read_bytes() for p in kept + [folder.metrics]}
+    run = lambda name, **kw: pm.execute_notebook(str(TRAIN), str(root.parent/name), parameters=dict(params, **kw),
+                                                 cwd=str(ROOT), kernel_name='python3', progress_bar=False)
+    with pytest.raises(pm.PapermillExecutionError, match="method: 'caopd-sdft' -> 'sdft'"):
+        run('mixed.ipynb', method='sdft')
+    assert {p: p.read_bytes() for p in before} == before
+    nb = run('again.ipynb')
+    assert all(p.read_bytes() == before[p] for p in kept)  # not trained again, no sample made again
+    assert 'nothing to train' in json.dumps(nb['cells'])
+    assert folder.read_metrics()['after']['accuracy'] == json.loads(before[folder.metrics])['after']['accuracy']

@@ -49,6 +49,7 @@ def test_cli_refuses_what_cannot_fit_and_names_the_fix():
                          '--dry_run', 'true'], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0, ok.stderr[-3000:]
     assert '(fits)' in ok.stdout and 'launch: ' in ok.stdout and '--lora_r 64' in ok.stdout
+    assert 'run folder runs/train/qwen3-8b-chemistry-caopd-sdft-lora64-seed0' in ok.stdout  # no out: named after the run
 
 
 def test_auto_preset_without_a_gpu_refuses_a_paper_model(tmp_path):
@@ -123,3 +124,63 @@ def test_notebook_dry_run_plans_and_stops(tmp_path):
     text = json.dumps(nb['cells'])
     assert 'memory: ' in text and '(fits)' in text and 'launch: accelerate launch' in text and '--num_processes 4' in text
     assert not out.exists()
+
+
+def _train(*args, timeout=600):
+    return subprocess.run([sys.executable, '-m', 'caopd.train', *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_a_run_folder_holds_one_run(tmp_path):
+    """The issue's commands: another method and K, or another model (even with --resume false), into a finished run's
+    folder are refused before any work, naming what differs; the same run rerun trains nothing; --overwrite true moves
+    the old run aside, whole, and trains the new one there."""
+    from caopd.runs import RunFolder
+    tiny, tiny2 = tiny_model_dir(tmp_path/'tiny'), tiny_model_dir(tmp_path/'tiny2', seed=1)
+    out = tmp_path/'R'
+    base = ['--out', str(out), *TINY_ARGS[:-2], '--max_steps', '2', '--format_warmup', 'value', '--format_warmup_steps', '1']
+    first = _train('--model', tiny, *base)
+    assert first.returncode == 0, first.stderr[-4000:]
+    folder = RunFolder(out)
+    before = {p: p.read_bytes() for p in (folder.settings, folder.training, folder.identity, folder.warmup/'warmup.json')}
+    assert folder.read_training()['steps'] == 2 and folder.read_identity()['K'] == 2
+
+    mixed = _train('--model', tiny, *base, '--method', 'sdft', '--K', '4', '--max_steps', '3')
+    assert mixed.returncode != 0 and 'RunMismatchError' in mixed.stderr, mixed.stderr[-4000:]
+    assert "method: 'caopd-sdft' -> 'sdft'; K: 2 -> 4; max_steps: 2 -> 3" in mixed.stderr and '--overwrite true' in mixed.stderr
+    other = _train('--model', tiny2, *base, '--resume', 'false')
+    assert other.returncode != 0 and f"model: {tiny!r} -> {tiny2!r}" in other.stderr, other.stderr[-4000:]
+    assert 'preflight:' not in mixed.stdout + other.stdout  # refused before the warm-up, the plan or any model
+    assert all(p.read_bytes() == b for p, b in before.items())  # and nothing of the first run changed
+
+    again = _train('--model', tiny, *base)  # the same run, finished: not trained again (it was 2 -> 3 -> 4 steps)
+    assert again.returncode == 0 and 'nothing to train' in again.stdout, again.stderr[-4000:]
+    assert all(p.read_bytes() == b for p, b in before.items())
+    assert [h['step'] for h in folder.read_log() if 'loss' in h] == [1, 2]
+
+    new = _train('--model', tiny2, *base, '--method', 'sdft', '--overwrite', 'true')
+    assert new.returncode == 0, new.stderr[-4000:]
+    [aside] = tmp_path.glob('R.replaced-*')
+    assert 'moved, whole, to' in new.stdout and RunFolder(aside).read_identity()['model'] == tiny
+    assert (aside/'checkpoint'/'config.json').is_file() and (aside/'warmup'/'checkpoint'/'config.json').is_file()
+    s = folder.read_settings()
+    assert (s['model'], s['method'], s['warmup']['model']) == (tiny2, 'sdft', tiny2)  # its own warm-up, of its model
+    assert folder.read_training()['steps'] == 2 and folder.read_identity()['method'] == 'sdft'
+
+
+def test_killed_after_its_last_checkpoint_finishes_without_another_step(tmp_path):
+    "Killed after the last step's checkpoint, before train.json: the rerun saves that model; it trains no step more."
+    from caopd.runs import RunFolder
+    from caopd.smoke import KILLED_TRAIN
+    out = tmp_path/'run'
+    args = ['--model', tiny_model_dir(tmp_path/'tiny'), '--out', str(out), *TINY_ARGS[:-2], '--max_steps', '2']
+    killed = subprocess.run([sys.executable, '-c', KILLED_TRAIN, '2', *args], cwd=ROOT, capture_output=True, text=True,
+                            timeout=600)
+    assert killed.returncode == 9, killed.stderr[-4000:]
+    res = _train(*args)
+    assert res.returncode == 0, res.stderr[-4000:]
+    folder = RunFolder(out)
+    assert folder.read_training()['steps'] == 2 and Path(folder.read_training()['resumed_from']).name == 'checkpoint-2'
+    assert [h['step'] for h in folder.read_log() if 'loss' in h] == [1, 2] and (out/'checkpoint'/'config.json').is_file()
+    assert sorted(t['step'] for t in folder.read_targets()) == [1, 1, 2, 2]  # K=2 targets per step, kept from the checkpoint
+
