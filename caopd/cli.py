@@ -40,10 +40,12 @@ def _real(v) -> bool: return isinstance(v, (int, float)) and not isinstance(v, b
 
 def integer(lo:int|None=None, # the smallest good value (None: any integer)
             *also, # other good values outside the range, e.g. -1 for 'until the epochs end'
+            hi:int|None=None, # the largest good value (None: no limit)
            ) -> Rule:
-    "An integer >= `lo`, or one of `also`."
-    must = 'an integer' + (f' >= {lo}' if lo is not None else '') + ''.join(f' or {a}' for a in also)
-    return Rule(lambda v: _int(v) and (v in also or lo is None or v >= lo), must)
+    "An integer from `lo` to `hi`, or one of `also`."
+    must = 'an integer' + (f' in [{lo}, {hi}]' if hi is not None else f' >= {lo}' if lo is not None else '') + \
+           ''.join(f' or {a}' for a in also)
+    return Rule(lambda v: _int(v) and (v in also or (lo is None or v >= lo) and (hi is None or v <= hi)), must)
 
 def real(lo:float|None=None, # the lower end (None: unbounded)
          hi:float|None=None, # the upper end (None: unbounded)
@@ -79,7 +81,7 @@ def check_value(name:str, # the parameter
                ):
     "Raise `Refusal` naming `name`, `value`, what it must be and why, unless `rule` accepts `value`."
     try: ok, told = rule.test(value), ''
-    except (ValueError, TypeError) as e: ok, told = False, one_line(e)
+    except (ValueError, TypeError, OSError) as e: ok, told = False, one_line(e)  # OSError: a file that is missing
     if ok: return
     raise Refusal(f"{name}={value!r}: " + (told or f'{name} must be {rule.must}') + (f' ({why})' if why else ''))
 
@@ -94,13 +96,13 @@ def check_fields(obj, # a dataclass instance or a dict of argument values
 
 def json_object(value, # a dict, its JSON text, or None
                 name:str, # the parameter, for the message
+                example:str='{"beta": 0.1}', # a good value, for the message
                ) -> dict|None:
     "`value` as a dict (None stays None): a command line passes a JSON object as text."
     if value is None or isinstance(value, dict): return value
     try: obj = json.loads(value) if isinstance(value, str) else value
     except json.JSONDecodeError as e: obj = e
-    if not isinstance(obj, dict):
-        raise Refusal(f"{name}={value!r}: {name} must be a JSON object, e.g. '{{\"beta\": 0.1}}'")
+    if not isinstance(obj, dict): raise Refusal(f"{name}={value!r}: {name} must be a JSON object, e.g. '{example}'")
     return obj
 
 # %% ../nbs/00a_cli.ipynb #c012
