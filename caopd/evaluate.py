@@ -9,7 +9,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from fastcore.script import call_parse, store_true
+from .cli import Refusal, command, integer, json_object, named, nonempty, one_of, real
 from .confidence import parse_confidence
 from .data import PAPER_DOMAINS, check_domain, environment_record, load_domain
 from .verifiers import answer_letter, extract_answer, verify
@@ -18,11 +18,11 @@ from .figures import confidence_histogram, reliability_diagram, save_figure
 
 # %% auto #0
 __all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'BREAKDOWNS',
-           'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'generate', 'generate_vllm', 'api_base_url', 'openai_client',
-           'generate_openai', 'ScriptedAPI', 'resolve_backend', 'score_completion', 'score_completions', 'write_jsonl',
-           'append_jsonl', 'read_jsonl', 'report_markdown', 'breakdown_key', 'breakdown', 'breakdown_markdown',
-           'RunMismatchError', 'prompts_sha256', 'kept_records', 'open_run', 'evaluate', 'write_run',
-           'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'main']
+           'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'generate', 'generate_vllm', 'api_base_url',
+           'openai_client', 'generate_openai', 'ScriptedAPI', 'resolve_backend', 'score_completion',
+           'score_completions', 'write_jsonl', 'append_jsonl', 'read_jsonl', 'report_markdown', 'breakdown_key',
+           'breakdown', 'breakdown_markdown', 'RunMismatchError', 'prompts_sha256', 'kept_records', 'open_run',
+           'evaluate', 'write_run', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'main']
 
 # %% ../nbs/09_evaluate.ipynb #c006
 def _generate_batches(model, tokenizer, # a transformers causal LM and its tokenizer
@@ -434,7 +434,7 @@ EVAL_SETTINGS_FILE = 'eval_settings.json'  # in a run folder: the settings its r
 RESUME_KEYS = ('model', 'backend', 'domain', 'split', 'limit', 'prompts', 'prompts_sha256', 'n_samples', 'temperature',
                'top_p', 'max_new_tokens', 'seed', 'api_kwargs')  # settings a resumed evaluation must share
 
-class RunMismatchError(ValueError):
+class RunMismatchError(Refusal):  # a ValueError; one line and exit status 2 on the command line
     "A run folder holds records made with other settings than the evaluation asked to resume there."
 
 def prompts_sha256(rows,  # the evaluated rows, with `id`, `prompt` and `answer`
@@ -664,16 +664,19 @@ def protocol(train_domains,  # the domains trained on, in order (a list, one dom
                      "eval_domain)")
 
 # %% ../nbs/09_evaluate.ipynb #c048
-def _json_object(text:str|None, flag:str) -> dict|None:
-    "A command-line JSON object (None stays None), with an error that shows the expected form."
-    if text is None: return None
-    try: value = json.loads(text)
-    except json.JSONDecodeError as e: value = e
-    if not isinstance(value, dict):
-        raise ValueError(f"{flag} must be a JSON object, e.g. '{{\"reasoning_effort\": \"low\"}}'; got {text!r}")
-    return value
+EVALUATE_RULES = {  # parameter: (rule, why), checked before any model or data loads; None: the default
+    'model': (nonempty, 'a model name, Hugging Face id, local folder or openai:<name>'), 'domain': (named(check_domain), ''),
+    'limit': (integer(1), 'None evaluates every prompt'), 'n_samples': (integer(1), 'Table 6 validation: 8'),
+    'temperature': (real(0), '0 is greedy; Table 6 validation: 0.6'),
+    'top_p': (real(0, 1, lo_open=True), 'the nucleus mass; 1 keeps every token'),
+    'max_new_tokens': (integer(1), 'tokens per answer'), 'batch_size': (integer(1), 'sequences per generation batch'),
+    'seed': (integer(0), 'numpy and torch take seeds >= 0'), 'backend': (one_of(*BACKENDS), ''),
+    'workers': (integer(1), 'concurrent requests'), 'timeout': (real(0, lo_open=True), 'seconds per request'),
+    'max_retries': (integer(0), '0: no retry'), 'tensor_parallel_size': (integer(1), 'GPUs'),
+    'max_model_len': (integer(1), "None: the model's context length"),
+}
 
-@call_parse
+@command('caopd-evaluate', EVALUATE_RULES)
 def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoint folder, or 'openai:<name>'
          domain:str='chemistry',  # 'chemistry', 'tooluse' or 'arithmetic' (ours)
          split:str='test',  # dataset split
@@ -694,17 +697,17 @@ def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoi
          api_kwargs:str=None,  # openai backend: more chat.completions.create arguments, a JSON object
          tensor_parallel_size:int=1,  # vllm backend: GPUs to shard the model over
          max_model_len:int=None,  # vllm backend: the engine's context length (default: the model's)
-         overwrite:store_true=False,  # start `out` over instead of resuming the evaluation there
+         overwrite:bool=False,  # start `out` over instead of resuming the evaluation there
         ):
     "Evaluate a model's accuracy and calibration on a task split and print the report."
     records, report = evaluate(model, domain, split, limit, n_samples, temperature, top_p, max_new_tokens,
                                batch_size, out, data_dir, seed, backend=backend, base_url=base_url, workers=workers,
-                               api_kwargs=_json_object(api_kwargs, '--api_kwargs'), timeout=timeout,
+                               api_kwargs=json_object(api_kwargs, 'api_kwargs', '{"reasoning_effort": "low"}'), timeout=timeout,
                                max_retries=max_retries, tensor_parallel_size=tensor_parallel_size,
                                max_model_len=max_model_len, overwrite=overwrite)
     print(report_markdown(report, f'{model} on {domain}/{split} (n={report["n"]})'))
     if out: print(f'wrote {out}/records.jsonl, report.json, report.md, reliability.html, confidence.html')
-    # nothing is returned: the console script exits with main()'s value, and a report there would be exit code 1
+    # nothing is returned (`caopd.cli.command`): the console script exits 0
 
 # %% ../nbs/09_evaluate.ipynb #c048f
 import types

@@ -15,6 +15,7 @@ import functools, itertools, os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .cli import Refusal
 from .methods import METHODS, TRAINABLE, check_method
 
 # %% ../nbs/12_preflight.ipynb #c006
@@ -299,7 +300,7 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
     return MemoryPlan(parts, step, capacity, ok, settings, notes, headroom, host)
 
 # %% ../nbs/12_preflight.ipynb #c027
-class MemoryPlanError(ValueError):
+class MemoryPlanError(Refusal):  # a ValueError; a console script prints it as one line and exits 2 (caopd.cli)
     "The run does not fit: the message names the plan and the changes that would make it fit."
     def __init__(self, plan, fixes):
         self.plan, self.fixes = plan, fixes
@@ -514,7 +515,7 @@ def versions_markdown(rows:list[dict]) -> str:
 # Too large to train on CPU: as large as the smallest of the paper's models (Qwen3-0.6B); see the prose above
 CPU_MAX_PARAMS = min(s.n_params for s in PAPER_MODELS.values())
 
-class NoGPUError(RuntimeError):
+class NoGPUError(Refusal, RuntimeError):  # one line and exit status 2 on the command line (caopd.cli)
     "Preset `auto` without a usable GPU, for a model too large to train on CPU."
 
 def cpu_refusal(model:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging Face id or local folder

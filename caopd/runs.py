@@ -7,9 +7,8 @@ from __future__ import annotations
 import itertools, json, shlex
 from pathlib import Path
 
-from fastcore.script import call_parse
-
 from .data import check_no_credentials, shipped_file
+from .cli import command, named
 from .evaluate import read_jsonl, write_jsonl
 from .metrics import REPORT_KEYS
 
@@ -212,13 +211,13 @@ def papermill_command(notebook='nbs/train.ipynb', # the parameterized notebook
                       out='runs/run', # the run folder (passed as the notebook's `out` parameter)
                       **params, # other notebook parameters, e.g. method='caopd-sdft', model='Qwen3-8B'
                      ) -> str:
-    "The shell command that makes the run folder `out` by executing `notebook` with `params` through papermill."
+    "The shell command that makes the run folder `out` (`mkdir -p`) and executes `notebook` into it with `params` through papermill."
     nb = Path(notebook)
     args = ['papermill', str(nb), str(Path(out)/nb.name), '-p', 'out', str(out)]
     for k, v in params.items():
         if v is None: continue
         args += ['-p', k, json.dumps(v) if isinstance(v, (list, dict)) else str(v)]
-    return ' '.join(shlex.quote(a) for a in args)
+    return f'mkdir -p {shlex.quote(str(out))} && ' + ' '.join(shlex.quote(a) for a in args)
 
 # %% ../nbs/11_runs.ipynb #c014
 _GRID_KEYS = {'notebook', 'root', 'defaults', 'runs'}
@@ -297,7 +296,7 @@ def run_grid(grid, # a grid YAML file (see `read_grid`)
     return folders
 
 # %% ../nbs/11_runs.ipynb #c020
-@call_parse
+@command('caopd-runs', dict(grid=(named(read_grid), 'see caopd.runs.read_grid')))  # a bad grid: one line, exit 2
 def main(grid:str, # a grid YAML file, e.g. nbs/grids/cpu.yaml
          force:bool=False, # re-run finished runs
          dry_run:bool=False, # only print the papermill commands

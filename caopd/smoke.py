@@ -8,7 +8,7 @@ import dataclasses, json, math, os, shutil, subprocess, sys, threading, time, tr
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fastcore.script import call_parse, store_true
+from .cli import command, integer, real
 
 # %% auto #0
 __all__ = ['SMOKE_MODEL', 'STATUSES', 'ROWS', 'N_QUESTIONS', 'KILLED_TRAIN', 'SEND_BACK', 'NotRun', 'CheckFailed', 'expect',
@@ -435,13 +435,13 @@ def smoke(out:str|Path='runs/smoke', # the output folder: smoke.md, smoke.json, 
     return rows
 
 # %% ../nbs/14_smoke.ipynb #c039
-@call_parse
+@command('caopd-smoke', dict(max_completion_length=(integer(1), 'tokens'), timeout=(real(0, lo_open=True), 'seconds')))
 def main(out:str='runs/smoke', # output folder: smoke.md and smoke.json (the table), smoke.log (every child's output)
          model:str=SMOKE_MODEL, # the model of the GPU rows
          data_dir:str=None, # Chemistry's data folder (default: $CAOPD_DATA_DIR, ../shared/data, or the hub)
          max_completion_length:int=512, # tokens of the GPU rows' rollouts and evaluation answers
          timeout:float=1200, # seconds one row's child process may run before it is killed
-         echo:store_true=False, # also print the children's output (always written to smoke.log)
+         echo:bool=False, # also print the children's output (always written to smoke.log)
         ):
     """Smoke-test this machine before a long run (about a quarter-hour on a GPU node): versions in range, a vLLM
     evaluation of 16 Chemistry questions with Qwen3-0.6B, two CaOPD-SDFT steps with vLLM colocated, a checkpoint that

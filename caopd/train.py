@@ -8,16 +8,20 @@ import dataclasses, functools, json, math, os, shlex, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cli import (Refusal, boolean, check_fields, dataclass_parser, integer, json_object, named, nonempty, one_of,
+                       real, refusals, unknown_refusal)
+from .data import check_domain
+from .evaluate import BACKENDS
 from .methods import check_method
+from .preflight import GPUS
 from .runs import RunFolder, is_run
 
 # %% auto #0
-__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'WARMUP_IDENTITY', 'RunArguments', 'resolve_settings',
-           'select_prompts', 'warmup_stage', 'trainer_config', 'lora_config', 'method_args', 'RunFolderLog',
-           'plan_node', 'run_memory_plan', 'save_every_rank', 'merge_adapter', 'save_trained', 'TrainingDone',
-           'StopWhenTrained', 'end_process_group', 'train', 'cli_args', 'recipe_path', 'with_recipe_path',
-           'launch_command', 'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown', 'parse_args',
-           'main']
+__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'RUN_RULES', 'WARMUP_IDENTITY', 'RunArguments', 'check_run',
+           'resolve_settings', 'select_prompts', 'warmup_stage', 'trainer_config', 'lora_config', 'method_args',
+           'RunFolderLog', 'plan_node', 'run_memory_plan', 'save_every_rank', 'merge_adapter', 'save_trained',
+           'TrainingDone', 'StopWhenTrained', 'end_process_group', 'train', 'cli_args', 'recipe_path', 'launch_command',
+           'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown', 'parse_args', 'main']
 
 # %% ../nbs/13_train.ipynb #c006
 PRESETS = {
@@ -112,9 +116,58 @@ class RunArguments:
                          "start this run there; without it such a run is refused, naming what differs", default=False)
     dry_run: bool = _h("build every config, print the launch command and the memory plan, and stop", default=False)
 
-# %% ../nbs/13_train.ipynb #c011
-OFF = (False, 'off', 'none', 'false', 'False', 'no', '0', 0)
+    def __post_init__(self): check_run(self)  # RUN_RULES, below: a bad value is refused before any work
 
+# %% ../nbs/13_train.ipynb #c009b
+OFF = (False, 'off', 'none', 'false', 'False', 'no', '0', 0)  # format_warmup values that mean no warm-up
+
+def _warmup_mask(v):
+    "A warm-up loss mask of `caopd.warmup.WARMUP_MASKS`, or a word of `OFF`."
+    if v in OFF: return
+    from caopd.warmup import WARMUP_MASKS  # imports TRL: checked last, and only for a value that is not off
+    if v not in WARMUP_MASKS: raise ValueError(f"format_warmup must be one of {WARMUP_MASKS} (the loss mask) or 'off'")
+
+def _domains(v):
+    "Domains, comma-separated (or a list)."
+    for d in (v.split(',') if isinstance(v, str) else v): check_domain(d.strip())
+
+RUN_RULES = {  # field: (rule, why); None (the preset's value) always passes
+    'model': (nonempty, 'a paper alias, Hugging Face id or local folder'),
+    'domain': (named(check_domain), ''), 'eval_domain': (named(check_domain), ''), 'method': (named(check_method), ''),
+    'preset': (one_of('auto', *PRESETS), "'auto': the paper's when a GPU is visible, else the cpu one"),
+    'format_warmup_steps': (integer(1), "format_warmup='off' skips the warm-up"),
+    'format_warmup_domains': (named(_domains), 'comma-separated'),
+    'K': (integer(1), 'rollouts per prompt behind mu_hat, Table 6: 8; CaOPD needs 2 or more, caopd.config says why'),
+    'learning_rate': (real(0, 1, lo_open=True, hi_open=True), "Table 6: 1e-6 to 2e-5, the cpu preset 1e-4; AdamW moves "
+                      "every weight by about the learning rate each step, so 1 or more wrecks the model"),
+    'max_steps': (integer(1, -1), '-1: train num_train_epochs epochs; 0 steps would train nothing'),
+    'num_train_epochs': (real(0, lo_open=True), 'used when max_steps is -1'),
+    'prompts_per_step': (integer(1), 'Table 6: 32 questions'),
+    'per_device_train_batch_size': (integer(1), 'completions per micro-batch'),
+    'max_completion_length': (integer(1), 'rollout tokens, Table 6: 8192'),
+    'n_train': (integer(0), '0: the whole train split'), 'eval_limit': (integer(0), '0: the whole test split'),
+    'eval_samples': (integer(1), 'Table 6 validation: 8'), 'eval_max_new_tokens': (integer(1), 'tokens per test answer'),
+    'eval_batch_size': (integer(1), 'sequences per generation batch'),
+    'eval_temperature': (real(0), '0 is greedy; Table 6 validation: 0.6'),
+    'eval_top_p': (real(0, 1, lo_open=True), 'the nucleus mass; 1 keeps every token'),
+    'rollout_sampling': (one_of(*ROLLOUT_SAMPLING), ''),
+    'backend': (one_of(*(b for b in BACKENDS if b != 'openai')), 'the trained checkpoint is evaluated on this machine'),
+    'vllm_mode': (one_of('colocate', 'server'), "TRL's two vLLM modes"),
+    'num_processes': (integer(1), 'None: one per visible GPU'), 'lora_r': (integer(1), 'None: full fine-tuning'),
+    'gpu': (one_of('auto', 'cpu', *GPUS), 'the GPUs caopd.preflight has memory figures for'),
+    'save_steps': (integer(1), 'optimizer steps between checkpoints'),
+    'seed': (integer(0), 'numpy and torch take seeds >= 0'), 'out': (nonempty, 'the run folder'),
+    **{f: (boolean, '') for f in ('gradient_checkpointing', 'elicit', 'use_vllm', 'resume', 'push_to_hub', 'save_model',
+                                  'dry_run')},
+    'format_warmup': (named(_warmup_mask), ''),  # last: a mask's name is checked against caopd.warmup, which imports TRL
+}
+
+def check_run(run:RunArguments):
+    "Refuse `run` when a field breaks `RUN_RULES` (`caopd.cli.Refusal`); a `trainer_overrides` JSON text becomes its dict."
+    run.trainer_overrides = json_object(run.trainer_overrides, 'trainer_overrides')
+    check_fields(run, RUN_RULES)
+
+# %% ../nbs/13_train.ipynb #c011
 def _world(run:RunArguments, preset:str) -> int:
     "Training processes: the launcher's WORLD_SIZE, else `num_processes`, else one per GPU (the paper's node, or 1)."
     import torch
@@ -122,7 +175,7 @@ def _world(run:RunArguments, preset:str) -> int:
     want = run.num_processes or (torch.cuda.device_count() if torch.cuda.is_available()  # without a GPU: the node
                                  else PAPER_NODE_GPUS if preset == 'paper' else 1)  # the preset is for (a plan)
     if env is not None and run.num_processes and int(env) != run.num_processes:
-        raise ValueError(f"num_processes={run.num_processes} but the launcher started WORLD_SIZE={env} processes: "
+        raise Refusal(f"num_processes={run.num_processes} but the launcher started WORLD_SIZE={env} processes: "
                          f"launch with --num_processes {run.num_processes}, or drop num_processes")
     return int(env) if env is not None else want
 
@@ -140,25 +193,15 @@ def resolve_settings(run:RunArguments) -> dict:
         refusal = cpu_refusal(run.model)
         if refusal and not run.dry_run: raise NoGPUError(refusal)
         preset = 'paper' if refusal else 'cpu'  # a dry run plans the paper's run on its node
-    if preset not in PRESETS: raise ValueError(f"preset={run.preset!r}: use 'cpu', 'paper' or 'auto'")
-    check_method(run.method)
-    if run.vllm_mode not in ('colocate', 'server'): raise ValueError(f"vllm_mode={run.vllm_mode!r}: 'colocate' or 'server'")
     given = {k: getattr(run, k) for k in PRESETS[preset] if hasattr(run, k)}
     cfg = {**PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}
     if cfg['format_warmup'] in OFF: cfg['format_warmup'] = False
-    overrides = run.trainer_overrides or {}
-    if isinstance(overrides, str):
-        try: overrides = json.loads(overrides)
-        except json.JSONDecodeError as e:  # its text is not echoed: it may hold a credential
-            raise ValueError(f"trainer_overrides is not JSON ({e}): pass a dict, e.g. '{{\"beta\": 0.0}}'") from None
-    if not isinstance(overrides, dict): raise ValueError(f"trainer_overrides must be a dict, got a {type(overrides).__name__}")
+    overrides = json_object(run.trainer_overrides, 'trainer_overrides') or {}  # RUN_RULES checked it; set later: here
     check_no_credentials({**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)}, 'trainer_overrides': overrides},
                          'caopd.train')  # before anything is written or printed
 
     # continual training starts from an earlier run's checkpoint and extends its sequence of training domains
     domain = check_domain(cfg.pop('domain'))  # the run's, else the preset's
-    if cfg['rollout_sampling'] not in ROLLOUT_SAMPLING:
-        raise ValueError(f"rollout_sampling={cfg['rollout_sampling']!r}: use one of {ROLLOUT_SAMPLING}")
     start, train_domains, model_name = run.model, [domain], run.model
     if run.init_from is not None:
         if not is_run(run.init_from) and not run.dry_run:
@@ -186,7 +229,7 @@ def resolve_settings(run:RunArguments) -> dict:
         cfg['per_device_train_batch_size'] = math.gcd(cfg['per_device_train_batch_size'], max(1, completions // world))
     b = cfg['per_device_train_batch_size']
     if completions % (b * world) or (b % cfg['K'] and cfg['K'] % b):
-        raise ValueError(f"prompts_per_step x K = {completions} completions must split into micro-batches of "
+        raise Refusal(f"prompts_per_step x K = {completions} completions must split into micro-batches of "
                          f"per_device_train_batch_size x processes = {b} x {world} that hold whole groups of K = "
                          f"{cfg['K']} or divide one: change prompts_per_step, per_device_train_batch_size or num_processes")
     return dict(model=model_name, start=start, data_dir=run.data_dir, domain=domain, method=run.method,
@@ -314,10 +357,13 @@ def method_args(settings:dict, folder:RunFolder):
     return method_config(settings['method'], folder.trainer, **trainer_config(settings, folder))
 
 # %% ../nbs/13_train.ipynb #c022
-from transformers import TrainerCallback
-
-class RunFolderLog(TrainerCallback):
+class RunFolderLog:
     "Rewrite the run folder's train_log.jsonl and rollouts.jsonl at every log (main process), so a killed run keeps them."
+    # a transformers TrainerCallback by its protocol (a method for every `on_*` event), not by subclassing it: importing
+    # transformers takes seconds, and `caopd-train --help` or a refusal must not wait for it
+    def __getattr__(self, name):
+        if name.startswith('on_'): return lambda *args, **kwargs: None  # an event it has nothing to do at
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
     def __init__(self, folder:RunFolder, trainer=None): self.folder, self.trainer, self.earlier = folder, trainer, []
     def on_train_begin(self, args, state, control, **kwargs):
         "A resumed run (global_step > 0) keeps the targets of the steps its checkpoint holds."
@@ -413,9 +459,14 @@ def _train(run:RunArguments) -> RunFolder:
     if run.dry_run: return dry_run(run, settings)
     import torch
     if settings['preset'] == 'paper' and not torch.cuda.is_available():
-        raise RuntimeError("preset='paper' (Table 6: vLLM rollouts, 8192-token responses) needs GPUs and none is "
-                           "visible: use preset='cpu' here, or dry_run=True to plan the paper's run")
+        raise Refusal("preset='paper' (Table 6: vLLM rollouts, 8192-token responses) needs GPUs and none is "
+                      "visible: use preset='cpu' here, or dry_run=True to plan the paper's run")
     folder = RunFolder(settings['out'])
+    from caopd.preflight import check_fits
+    method_args(settings, folder)  # the method's config checks its own fields (caopd.config) before any data loads
+    plan = run_memory_plan(settings, run.gpu)
+    print(f'preflight: {plan.summary()}', flush=True)
+    check_fits(plan)  # refuse before loading data or the model, naming the fixes; nothing is written yet
     train_rows, warmup_rows = select_prompts(settings)
     moved = folder.claim(run_identity(settings), run.overwrite, main=_main_process())  # before any work
     if moved: print(f"{folder.path} held another run; it was moved, whole, to {moved}", flush=True)
@@ -432,10 +483,6 @@ def _train(run:RunArguments) -> RunFolder:
     if settings['world_size'] > 1:  # every process loads the warmed checkpoint only once the main one has saved it
         PartialState().wait_for_everyone()
     if _main_process(): folder.write_settings(settings)  # this run's settings only: no key of an earlier one stays
-    from caopd.preflight import check_fits
-    plan = run_memory_plan(settings, run.gpu)
-    print(f'preflight: {plan.summary()}', flush=True)
-    check_fits(plan)  # refuse before loading the model, naming the fixes
     log = RunFolderLog(folder)
     trainer = build_trainer(settings['method'], start, settings['domain'], train_dataset=train_rows,
                             output_dir=folder.trainer, peft_config=lora_config(settings),
@@ -474,15 +521,6 @@ def recipe_path(name:str) -> Path:
     "A recipe or launcher configuration: a path, or the name of one caopd ships in `data/recipes/` (a wheel's copy too)."
     from caopd.data import shipped_file
     return shipped_file(name, 'data/recipes', 'recipe')
-
-def with_recipe_path(argv:list[str]) -> list[str]:
-    "`argv` with the recipe of `--config NAME` (or `--config=NAME`) resolved by `recipe_path`, so a shipped recipe is named from anywhere."
-    out, it = [], iter(argv)
-    for a in it:
-        if a == '--config': out += [a, str(recipe_path(next(it, '')))]
-        elif a.startswith('--config='): out += ['--config', str(recipe_path(a.split('=', 1)[1]))]
-        else: out.append(a)
-    return out
 
 def launch_command(run:RunArguments, settings:dict|None=None) -> list[str]:
     "The command that trains `run`: python, accelerate launch (GPUs, FSDP2) or torchrun (CPU processes)."
@@ -596,30 +634,67 @@ def plans_markdown(rows:list[dict], # `grid_plans(...)`
     return '\n'.join([head, *body])
 
 # %% ../nbs/13_train.ipynb #c037
-def parse_args(argv:list[str]|None=None) -> RunArguments:
-    "`RunArguments` from the command line and an optional `--config` recipe; the rest become `trainer_overrides`."
+def _recipe(name:str) -> dict:
+    "A `--config` recipe's mapping: a YAML file, or a shipped recipe of that file name (`recipe_path`)."
+    import yaml
+    path = Path(name)
+    if not path.is_file():
+        try: path = recipe_path(path.name)
+        except FileNotFoundError as e: raise Refusal(f"--config {name}: no such file nor shipped recipe ({e})") from None
+    try: spec = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e: raise Refusal(f"--config {path} is not valid YAML: {e}") from None
+    if not isinstance(spec, dict): raise Refusal(f"--config {path} must hold a mapping of run arguments, got {spec!r}")
+    for k, v in (spec.pop('env', None) or {}).items(): os.environ[k] = str(v)  # TrlParser's `env` key, kept
+    return spec
+
+def _config_overrides(run:RunArguments, # the parsed run arguments
+                      recipe:dict, # the recipe's keys that are not run arguments
+                      rest:list[str], # the command line's words that are not run arguments
+                      where:str, # the recipe's name, for the message
+                     ) -> dict:
+    "The fields of the method's TRL config given as recipe keys, flags or `trainer_overrides`; anything else is refused."
     from transformers import HfArgumentParser
-    from trl import TrlParser
     from caopd.baselines import method_spec
-    parser = TrlParser([RunArguments], prog='caopd-train', description="Train one CaOPD (or baseline) run into a run "
-                       "folder. Other --field value pairs are fields of the method's TRL config (e.g. --teacher_update_rate 0.1).")
-    run, rest = parser.parse_args_and_config(with_recipe_path(sys.argv[1:] if argv is None else argv),
-                                             return_remaining_strings=True)
-    if rest:
-        config_cls = method_spec(run.method).classes()[1]
-        given = [a[2:].split('=')[0] for a in rest if a.startswith('--')]
-        ns, unknown = HfArgumentParser(config_cls).parse_known_args(rest)
-        if unknown:
-            raise ValueError(f"caopd.train: {unknown} are neither run arguments nor fields of {config_cls.__name__} "
-                             f"(method {run.method!r}); see --help and the config's fields")
-        extra = {k: getattr(ns, k) for k in given}
-        base = run.trainer_overrides if isinstance(run.trainer_overrides, dict) else json.loads(run.trainer_overrides or '{}')
-        run.trainer_overrides = {**extra, **base}
+    config_cls = method_spec(run.method).classes()[1]
+    known = [f.name for f in dataclasses.fields(config_cls)]
+    def refuse(words, at): return unknown_refusal(words, [f.name for f in dataclasses.fields(RunArguments)] + known,
+                                                  'caopd-train', at, f' nor a field of {config_cls.__name__} (method {run.method!r})')
+    class ConfigParser(HfArgumentParser):
+        def error(self, message): raise Refusal(f'{message} (a field of {config_cls.__name__})')
+    parser = ConfigParser(config_cls, allow_abbrev=False)
+    words = [w for k, v in recipe.items() for w in (f'--{k}', json.dumps(v) if isinstance(v, (dict, list)) else str(v))]
+    for ws, at in ((words, f' (in {where})'), (rest, '')):
+        unknown = parser.parse_known_args(ws)[1]
+        if unknown: raise refuse(unknown, at)
+    bad = [f'--{k}' for k in run.trainer_overrides or {} if k not in known]
+    if bad: raise refuse(bad, ' (in trainer_overrides)')
+    ns = parser.parse_known_args(words + rest)[0]
+    given = [w[2:].split('=')[0].replace('-', '_') for w in words + rest if w.startswith('--')]
+    given = [g[3:] if g.startswith('no_') and g not in known else g for g in given]  # --no_x sets x
+    return {k: getattr(ns, k) for k in dict.fromkeys(given)}
+
+def parse_args(argv:list[str]|None=None) -> RunArguments:
+    "`RunArguments` from the command line and an optional `--config` recipe (flags win); the rest become `trainer_overrides`."
+    parser = dataclass_parser(RunArguments, 'caopd-train', "Train one CaOPD (or baseline) run into a run folder. Other "
+                              "--field value pairs are fields of the method's TRL config (e.g. --teacher_update_rate 0.1).")
+    parser.add_argument('--config', help="a YAML recipe of run arguments (and TRL config fields): a file, or the name of "
+                        "a shipped recipe, e.g. qwen3-8b-chemistry-caopd-sdft.yaml; flags given beside it win")
+    ns, rest = parser.parse_known_args(argv)  # --help ends here, before any heavy import
+    recipe = _recipe(ns.config) if ns.config else {}
+    fields = {f.name for f in dataclasses.fields(RunArguments)}
+    if recipe:  # the recipe's run arguments become the defaults, read as if typed; the command line's words win
+        parser.set_defaults(**{k: v for k, v in recipe.items() if k in fields})
+        ns, rest = parser.parse_known_args(argv)
+    if rest and not rest[0].startswith('-'): raise unknown_refusal(rest[:1], [], 'caopd-train')  # a stray value
+    run = RunArguments(**{k: v for k, v in vars(ns).items() if k != 'config'})  # RUN_RULES: refused here
+    extra = {k: v for k, v in recipe.items() if k not in fields}
+    if extra or rest or run.trainer_overrides:
+        run.trainer_overrides = {**_config_overrides(run, extra, rest, ns.config), **(run.trainer_overrides or {})}
     return run
 
 def main(argv:list[str]|None=None):
-    "Train one run (see `RunArguments`; `--help` lists them)."
-    train(parse_args(argv))
+    "Train one run (see `RunArguments`; `--help` lists them): exit 0 when it trained, 2 and one line when refused."
+    with refusals('caopd-train'): train(parse_args(argv))
 
 # %% ../nbs/13_train.ipynb #c039
 if __name__ == '__main__' and Path(sys.argv[0]).name == 'train.py': main()  # python -m caopd.train (not a notebook kernel)

@@ -1,7 +1,14 @@
-"The README's main command, end to end on a tiny model and the fixtures (the embedded model is exercised by the slow cells)."
-import json, subprocess, sys
+"""The console scripts as users type them: the README's evaluation end to end on a tiny model and the fixtures (the
+embedded model is exercised by the slow cells), and issue 21's inputs: one-line refusals with exit status 2 that write
+nothing, one flag rule for every command, quick --help, and grid commands that work when pasted."""
+import json, os, shlex, subprocess, sys, time
 from pathlib import Path
+
+import pytest
+
 from conftest import ROOT
+
+BIN = Path(sys.executable).parent  # the console scripts sit beside the interpreter
 
 def test_evaluate_cli(tmp_path):
     from caopd.models import tiny_model
@@ -9,8 +16,8 @@ def test_evaluate_cli(tmp_path):
     out = tmp_path/'run'
     script = Path(sys.executable).parent/'caopd-evaluate'  # the console script (exits with main()'s value)
     res = subprocess.run([str(script), '--model', str(tmp_path/'tiny'),
-                          '--data_dir', str(ROOT/'data'/'fixtures'), '--split', 'test', '--limit', '2',
-                          '--n_samples', '2', '--max_new_tokens', '8', '--batch_size', '4', '--out', str(out)],
+                          '--data-dir', str(ROOT/'data'/'fixtures'), '--split', 'test', '--limit', '2',
+                          '--n_samples', '2', '--max-new-tokens', '8', '--batch_size', '4', '--out', str(out)],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr[-3000:]
     assert '| Samples | 4 |' in res.stdout, res.stdout
@@ -23,7 +30,7 @@ def test_evaluate_cli(tmp_path):
 def test_evaluate_cli_bad_domain(tmp_path):
     res = subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--domain', 'biology', '--limit', '1'],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert res.returncode != 0 and 'biology' in res.stderr, res.stderr[-2000:]
+    assert res.returncode == 2 and res.stderr.startswith("caopd-evaluate: error: domain='biology': unknown domain"), res.stderr
 
 def _scripted_cli(args, url, tmp_path):
     import os
@@ -54,15 +61,119 @@ def test_evaluate_cli_api_flags_and_resume_guard(tmp_path):
     assert settings['environment']['caopd'] and 'git_commit' in settings['environment']
     with ScriptedAPI(script) as api:
         res = _scripted_cli([*flags[:-2], '--api_kwargs', '{"reasoning_effort": "high", "max_completion_tokens": 64}'], api.url, tmp_path)
-        assert res.returncode != 0 and 'api_kwargs:' in res.stderr and 'Use a new `out`' in res.stderr, res.stderr[-3000:]
+        assert res.returncode == 2 and 'api_kwargs:' in res.stderr and 'Use a new `out`' in res.stderr, res.stderr[-3000:]
+        assert len(res.stderr.splitlines()) == 1, res.stderr  # the refusal of a mixed folder: one line
         assert api.requests == []
         res = _scripted_cli([*flags, '--workers', '1'], api.url, tmp_path)  # same settings, finished folder: nothing to ask
         assert res.returncode == 0 and api.requests == [], res.stderr[-3000:]
         res = _scripted_cli(['--out', str(tmp_path/'bad'), '--api_kwargs', '[1, 2]'], api.url, tmp_path)
-        assert res.returncode != 0 and '--api_kwargs must be a JSON object' in res.stderr, res.stderr[-3000:]
+        assert res.returncode == 2 and "api_kwargs must be a JSON object" in res.stderr, res.stderr[-3000:]
+        assert not (tmp_path/'bad').exists()
 
 def test_evaluate_cli_help_lists_new_flags():
     res = subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--help'], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     for flag in ('--timeout', '--max_retries', '--workers', '--api_kwargs', '--tensor_parallel_size', '--max_model_len', '--overwrite'):
         assert flag in res.stdout, (flag, res.stdout)
+
+
+def _run(script, *args, timeout=300, **kw):
+    return subprocess.run([str(BIN/script), *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=timeout, **kw)
+
+def _refused(res, *says, alone=True):
+    "Exit status 2, one line on stderr that names what was refused (`alone`: nothing else), no traceback."
+    assert res.returncode == 2, (res.returncode, res.stderr[-3000:])
+    lines = res.stderr.splitlines()
+    assert lines and lines[-1].startswith(Path(res.args[0]).name + ': error: ') and 'Traceback' not in res.stderr, res.stderr[-3000:]
+    assert len(lines) == 1 or not alone, res.stderr[-3000:]
+    for s in says: assert s in lines[-1], (s, res.stderr)
+
+# issue 21, as typed: each refused before any model or data loads, naming the parameter, the value and the bound
+TRAIN_REFUSALS = [
+    (['--K', '0'], 'K=0: K must be an integer >= 1'), (['--K', '-2'], 'K=-2: K must be an integer >= 1'),
+    (['--prompts_per_step', '0'], 'prompts_per_step=0: prompts_per_step must be an integer >= 1'),
+    (['--learning_rate', '0'], 'learning_rate=0.0: learning_rate must be a number in (0, 1)'),
+    (['--learning_rate', '5'], 'learning_rate=5.0: learning_rate must be a number in (0, 1)'),
+    (['--learning_rate=-1e-4'], 'learning_rate=-0.0001: learning_rate must be a number in (0, 1)'),
+    (['--max_steps', '0'], 'max_steps=0: max_steps must be an integer >= 1 or -1'),
+    (['--n_train', '-3'], 'n_train=-3: n_train must be an integer >= 0'),
+    (['--method', 'cpo'], "method='cpo': unknown method 'cpo'"), (['--domain', 'biology'], "domain='biology': unknown domain"),
+    (['--learning_rate', 'fast'], "--learning_rate/--learning-rate: invalid float value: 'fast'"),
+    (['--dry_run', 'maybe'], "unexpected argument 'maybe'"),
+]
+
+@pytest.mark.parametrize('args,says', TRAIN_REFUSALS, ids=[' '.join(a) for a, _ in TRAIN_REFUSALS])
+def test_train_refuses_in_one_line_and_writes_nothing(args, says, tmp_path):
+    out = tmp_path/'run'
+    t0 = time.time()
+    _refused(_run('caopd-train', *args, '--out', out), 'caopd-train: error: ', says)
+    assert not out.exists()
+    assert time.time() - t0 < 60  # no model or data: about a second here, seconds on a loaded machine
+
+def test_train_unknown_flag_and_recipe_key_are_refused_alike(tmp_path):
+    "No abbreviations: --learning_rat is not --learning_rate; a recipe's learning_rat: gets the same message."
+    said = ("unknown argument --learning_rat{}: not a parameter of caopd-train nor a field of CaOPDSDFTConfig (method "
+            "'caopd-sdft'); did you mean --learning_rate?")
+    _refused(_run('caopd-train', '--learning_rat', '5', '--out', tmp_path/'a'), said.format(''))
+    recipe = tmp_path/'r.yaml'
+    recipe.write_text('method: caopd-sdft\nlearning_rat: 5\n')
+    _refused(_run('caopd-train', '--config', recipe, '--out', tmp_path/'b'), said.format(f' (in {recipe})'))
+    assert not (tmp_path/'a').exists() and not (tmp_path/'b').exists()
+
+def test_train_refusal_of_the_method_config_comes_before_any_data(tmp_path):
+    "CaOPD with K = 1 is refused by caopd.config's own check, before prompts load or the warm-up trains; nothing written."
+    out = tmp_path/'run'
+    res = _run('caopd-train', '--preset', 'cpu', '--K', '1', '--prompts_per_step', '1', '--out', out,
+               '--data_dir', tmp_path/'no-data')  # no data there: a refusal after loading would say so instead
+    # after TRL's import, whose warnings may come first (transformers' FutureWarning about gradient_checkpointing)
+    _refused(res, 'calibrate=True needs at least 2 scored rollouts', 'Set num_generations >= 2', alone=False)
+    assert not out.exists()
+
+def test_help_is_quick_and_imports_nothing_heavy():
+    "Each command answers --help within 3 s here; caopd-train builds its parser without torch or transformers."
+    for script in ('caopd-train', 'caopd-evaluate', 'caopd-runs', 'caopd-smoke'):
+        t0 = time.time()
+        res = _run(script, '--help')
+        took = time.time() - t0
+        assert res.returncode == 0 and res.stdout.startswith('usage: '), res.stderr[-2000:]
+        assert took < 10, (script, took)  # under 2 s on this 2-core machine; a bound a busy CI runner keeps
+    code = ("import sys\nfrom caopd.train import main\ntry: main(['--help'])\nexcept SystemExit: pass\n"
+            "heavy = [m for m in ('torch', 'transformers', 'trl') if m in sys.modules]\nassert not heavy, heavy")
+    res = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and 'usage: caopd-train' in res.stdout, res.stderr[-2000:]
+
+def test_every_command_takes_both_spellings_and_booleans_alike(tmp_path):
+    "--dry-run and --dry_run, --dry_run true and --no_dry_run, --max-new-tokens: one rule for caopd-train, -evaluate, -runs."
+    for script in ('caopd-train', 'caopd-evaluate', 'caopd-runs', 'caopd-smoke'):
+        help = _run(script, '--help').stdout
+        for flag in {'caopd-train': ('--dry-run', '--no_dry_run', '--max-completion-length'),
+                     'caopd-evaluate': ('--max-new-tokens', '--max_new_tokens', '--overwrite [BOOL]', '--no-overwrite'),
+                     'caopd-runs': ('--dry-run', '--dry_run [BOOL]', '--no_force', '--log-output'),
+                     'caopd-smoke': ('--echo [BOOL]', '--max-completion-length')}[script]:
+            assert flag in help, (script, flag)
+    _refused(_run('caopd-evaluate', '--max-new-tokens', '0'), 'caopd-evaluate: error: max_new_tokens=0')
+    _refused(_run('caopd-evaluate', '--n-samples', '0', '--top_p', '0.9'), 'n_samples=0')
+    _refused(_run('caopd-evaluate', '--max_new_token', '8'), 'did you mean --max_new_tokens?')  # no abbreviations
+    _refused(_run('caopd-runs', tmp_path/'none.yaml', '--dry-run'), 'caopd-runs: error: grid=', 'does not exist')
+    _refused(_run('caopd-smoke', '--timeout', '0', '--out', tmp_path/'s'), 'caopd-smoke: error: timeout=0.0')
+    assert not (tmp_path/'s').exists()
+
+def test_runs_dry_run_prints_commands_that_work_when_pasted(tmp_path):
+    "Every spelling of the dry run prints, per run, a command that makes its folder before papermill writes into it."
+    grid = tmp_path/'grid.yaml'
+    grid.write_text(f"root: {tmp_path/'runs'}\nruns:\n  - name: a b\n    method: sdft\n  - name: c\n    method: caopd-sdft\n")
+    outs = [_run('caopd-runs', *args) for args in ([grid, '--dry_run'], [grid, '--dry-run'], ['--dry_run', grid],
+                                                   [grid, '--dry_run', 'true'], [grid, '--dry-run=yes'])]
+    assert all(r.returncode == 0 for r in outs), [r.stderr[-2000:] for r in outs]
+    assert len({r.stdout for r in outs}) == 1
+    cmds = [l[len('[run] '):] for l in outs[0].stdout.splitlines() if l.startswith('[run] ')]
+    assert len(cmds) == 2 and not (tmp_path/'runs').exists()  # a dry run makes nothing
+    fake = tmp_path/'bin'; fake.mkdir()  # papermill stands in: it fails unless its output notebook's folder exists
+    (fake/'papermill').write_text('#!/bin/sh\n[ -d "$(dirname "$2")" ] && echo "wrote $2"\n')
+    (fake/'papermill').chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}{os.pathsep}{os.environ['PATH']}")
+    for cmd in cmds:
+        res = subprocess.run(['bash', '-c', cmd], capture_output=True, text=True, env=env, timeout=60)
+        assert res.returncode == 0 and res.stdout.startswith('wrote '), (cmd, res.stderr)
+    assert (tmp_path/'runs'/'a b').is_dir() and (tmp_path/'runs'/'c').is_dir()
+    _refused(_run('caopd-runs', grid, '--dry_run', 'maybe'), "unexpected argument 'maybe'")
