@@ -102,8 +102,9 @@ def json_object(value, # a dict, its JSON text, or None
     if value is None or isinstance(value, dict): return value
     try: obj = json.loads(value) if isinstance(value, str) else value
     except json.JSONDecodeError as e: obj = e
-    if not isinstance(obj, dict): raise Refusal(f"{name} must be a JSON object, e.g. '{example}' "
-                                           f"(its text is not repeated: it may hold a credential)")
+    why = f"is not JSON ({obj.msg} at character {obj.pos})" if isinstance(obj, json.JSONDecodeError) else "is not an object"
+    if not isinstance(obj, dict): raise Refusal(f"{name} {why}: it must be a JSON object, e.g. '{example}' "
+                                                f"(its text is not repeated: it may hold a credential)")
     return obj
 
 # %% ../nbs/00a_cli.ipynb #c012

@@ -19,9 +19,10 @@ from .runs import RunFolder, is_run
 # %% auto #0
 __all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'RUN_RULES', 'WARMUP_IDENTITY', 'RunArguments', 'check_run',
            'resolve_settings', 'select_prompts', 'warmup_stage', 'trainer_config', 'lora_config', 'method_args',
-           'RunFolderLog', 'plan_node', 'run_memory_plan', 'save_every_rank', 'merge_adapter', 'save_trained',
-           'TrainingDone', 'StopWhenTrained', 'end_process_group', 'train', 'cli_args', 'recipe_path', 'launch_command',
-           'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown', 'parse_args', 'main']
+           'Callback', 'RunFolderLog', 'plan_node', 'run_memory_plan', 'save_every_rank', 'merge_adapter',
+           'save_trained', 'TrainingDone', 'StopWhenTrained', 'end_process_group', 'train', 'cli_args', 'recipe_path',
+           'launch_command', 'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown', 'parse_args',
+           'main']
 
 # %% ../nbs/13_train.ipynb #c006
 PRESETS = {
@@ -357,13 +358,15 @@ def method_args(settings:dict, folder:RunFolder):
     return method_config(settings['method'], folder.trainer, **trainer_config(settings, folder))
 
 # %% ../nbs/13_train.ipynb #c022
-class RunFolderLog:
-    "Rewrite the run folder's train_log.jsonl and rollouts.jsonl at every log (main process), so a killed run keeps them."
-    # a transformers TrainerCallback by its protocol (a method for every `on_*` event), not by subclassing it: importing
-    # transformers takes seconds, and `caopd-train --help` or a refusal must not wait for it
+class Callback:
+    "A transformers `TrainerCallback` by its protocol (a method for every `on_*` event), not by subclassing it."
+    # importing transformers takes seconds, and `caopd-train --help` or a refusal must not wait for it
     def __getattr__(self, name):
         if name.startswith('on_'): return lambda *args, **kwargs: None  # an event it has nothing to do at
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+class RunFolderLog(Callback):
+    "Rewrite the run folder's train_log.jsonl and rollouts.jsonl at every log (main process), so a killed run keeps them."
     def __init__(self, folder:RunFolder, trainer=None): self.folder, self.trainer, self.earlier = folder, trainer, []
     def on_train_begin(self, args, state, control, **kwargs):
         "A resumed run (global_step > 0) keeps the targets of the steps its checkpoint holds."
@@ -438,7 +441,7 @@ def save_trained(trainer, folder:RunFolder, settings:dict):
 class TrainingDone(Exception):
     "Raised by `StopWhenTrained`: the checkpoint resumed from holds the run's last step."
 
-class StopWhenTrained(TrainerCallback):
+class StopWhenTrained(Callback):
     "Stop a run resumed from its final checkpoint before it trains a step: transformers' Trainer checks `max_steps` only after a step."
     def on_step_begin(self, args, state, control, **kwargs):
         if state.max_steps > 0 and state.global_step >= state.max_steps: raise TrainingDone(state.global_step)
@@ -688,6 +691,10 @@ def parse_args(argv:list[str]|None=None) -> RunArguments:
     if rest and not rest[0].startswith('-'): raise unknown_refusal(rest[:1], [], 'caopd-train')  # a stray value
     run = RunArguments(**{k: v for k, v in vars(ns).items() if k != 'config'})  # RUN_RULES: refused here
     extra = {k: v for k, v in recipe.items() if k not in fields}
+    from caopd.data import check_no_credentials  # a credential is refused as one before it is refused as unknown
+    words = [w for w in rest for w in w.split('=', 1)]
+    given = {w[2:]: (words[i + 1] if i + 1 < len(words) else '') for i, w in enumerate(words) if w.startswith('--')}
+    check_no_credentials({**vars(ns), **extra, **given, 'trainer_overrides': run.trainer_overrides}, 'caopd-train')
     if extra or rest or run.trainer_overrides:
         run.trainer_overrides = {**_config_overrides(run, extra, rest, ns.config), **(run.trainer_overrides or {})}
     return run

@@ -67,7 +67,7 @@ def test_evaluate_cli_api_flags_and_resume_guard(tmp_path):
         res = _scripted_cli([*flags, '--workers', '1'], api.url, tmp_path)  # same settings, finished folder: nothing to ask
         assert res.returncode == 0 and api.requests == [], res.stderr[-3000:]
         res = _scripted_cli(['--out', str(tmp_path/'bad'), '--api_kwargs', '[1, 2]'], api.url, tmp_path)
-        assert res.returncode == 2 and "api_kwargs must be a JSON object" in res.stderr, res.stderr[-3000:]
+        assert res.returncode == 2 and "api_kwargs is not an object: it must be a JSON object" in res.stderr, res.stderr[-3000:]
         assert not (tmp_path/'bad').exists()
 
 def test_evaluate_cli_help_lists_new_flags():
