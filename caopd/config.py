@@ -17,7 +17,7 @@ with warnings.catch_warnings():
 from .data import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
 
 # %% ../nbs/07_config.ipynb #c005
-ESTIMATORS = ("frequency", "beta")  # how mu_hat is estimated from a prompt's K outcomes (`caopd.trainer.empirical_confidence`)
+ESTIMATORS = ("frequency", "beta", "shrunken")  # how mu_hat is estimated from a prompt's K outcomes (`caopd.trainer.empirical_confidence`)
 CONFIDENCE_TARGETS = ("verifier", "ta-sc")  # what R(x, a_k) in mu_hat is: the gold-answer verifier or TA-SC agreement
 TRAINING_REDUCTIONS = ("sequence_mean", "token_mean", "fixed_token_mean")  # how a trainer averages its loss
 # (the last: `caopd.loss`'s token_mean with a constant normaliser, rows x max_completion_length; nbs/07_trainer.ipynb)
@@ -30,10 +30,14 @@ class CaOPDConfig:
         "Apply CaOPD's target replacement (Algorithm 1). False gives the plain backbone (SDFT or SDPO): the same "
         "teacher contexts and loss; mu_hat and the confidence metrics are still logged when a verifier is given.")})
     confidence_estimator: str = field(default="frequency", metadata={"help": (
-        "How mu_hat is estimated from the K verifier outcomes of a prompt: 'frequency' (the paper, (1/K) sum_k R) or "
-        "'beta' (Beta-posterior mean (s + a) / (K + a + b), never exactly 0 or 1).")})
-    beta_prior_successes: float = field(default=1.0, metadata={"help": "a of the Beta(a, b) prior ('beta' estimator)."})
-    beta_prior_failures: float = field(default=1.0, metadata={"help": "b of the Beta(a, b) prior ('beta' estimator)."})
+        "How mu_hat is estimated from the K verifier outcomes of a prompt: 'frequency' (the paper, (1/K) sum_k R), "
+        "'beta' (Beta-posterior mean (s + a) / (K + a + b), never exactly 0 or 1) or 'shrunken' (empirical Bayes: "
+        "the same posterior mean with a Beta prior fitted, by moments, on the success counts of the step's OTHER "
+        "prompts, `caopd.trainer.shrinkage_prior`).")})
+    beta_prior_successes: float = field(default=1.0, metadata={"help": (
+        "a of the Beta(a, b) prior ('beta'; 'shrunken' when a step has fewer than 3 prompts to fit one).")})
+    beta_prior_failures: float = field(default=1.0, metadata={"help": (
+        "b of the Beta(a, b) prior ('beta'; 'shrunken' when a step has fewer than 3 prompts to fit one).")})
     confidence_decimals: int | None = field(default=None, metadata={"help": (
         "Decimals of the rewritten confidence. None: as many as the estimator's values need (K=8: '0.375').")})
     success_reward_threshold: float = field(default=1.0, metadata={"help": (
