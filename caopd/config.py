@@ -32,12 +32,13 @@ class CaOPDConfig:
     confidence_estimator: str = field(default="frequency", metadata={"help": (
         "How mu_hat is estimated from the K verifier outcomes of a prompt: 'frequency' (the paper, (1/K) sum_k R), "
         "'beta' (Beta-posterior mean (s + a) / (K + a + b), never exactly 0 or 1) or 'shrunken' (empirical Bayes: "
-        "the same posterior mean with a Beta prior fitted, by moments, on the success counts of the step's OTHER "
-        "prompts, `caopd.trainer.shrinkage_prior`).")})
-    beta_prior_successes: float = field(default=1.0, metadata={"help": (
-        "a of the Beta(a, b) prior ('beta'; 'shrunken' when a step has fewer than 3 prompts to fit one).")})
-    beta_prior_failures: float = field(default=1.0, metadata={"help": (
-        "b of the Beta(a, b) prior ('beta'; 'shrunken' when a step has fewer than 3 prompts to fit one).")})
+        "the same posterior mean with a Beta prior fitted, by moments, on the success counts of OTHER prompts: the "
+        "step's and those of shrinkage_window earlier ones, `caopd.trainer.shrinkage_prior`).")})
+    beta_prior_successes: float = field(default=1.0, metadata={"help": "a of the Beta(a, b) prior ('beta' estimator)."})
+    beta_prior_failures: float = field(default=1.0, metadata={"help": "b of the Beta(a, b) prior ('beta' estimator)."})
+    shrinkage_window: int = field(default=32, metadata={"help": (
+        "'shrunken' estimator: how many prompts of the most recent earlier steps join the step's other prompts in "
+        "fitting the prior (a CPU step has 4 prompts, too few alone; 0: the step's prompts only).")})
     confidence_decimals: int | None = field(default=None, metadata={"help": (
         "Decimals of the rewritten confidence. None: as many as the estimator's values need (K=8: '0.375').")})
     success_reward_threshold: float = field(default=1.0, metadata={"help": (
@@ -82,6 +83,8 @@ class CaOPDConfig:
         if not (self.beta_prior_successes > 0 and self.beta_prior_failures > 0):
             raise ValueError("beta_prior_successes and beta_prior_failures must be > 0 (pseudo-counts of the Beta "
                              f"prior), got {self.beta_prior_successes} and {self.beta_prior_failures}.")
+        if isinstance(self.shrinkage_window, bool) or int(self.shrinkage_window) != self.shrinkage_window or self.shrinkage_window < 0:
+            raise ValueError(f"shrinkage_window must be an int >= 0 (prompts of earlier steps), got {self.shrinkage_window!r}.")
         if self.confidence_decimals is not None and (int(self.confidence_decimals) != self.confidence_decimals
                                                      or not 1 <= self.confidence_decimals <= 6):
             raise ValueError(f"confidence_decimals must be None or an int in [1, 6], got {self.confidence_decimals!r}.")
