@@ -19,7 +19,7 @@ from .cli import Refusal, check_fields, integer, one_of, real
 from .data import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
 
 # %% ../nbs/07_config.ipynb #c005
-ESTIMATORS = ("frequency", "beta")  # how mu_hat is estimated from a prompt's K outcomes (`caopd.trainer.empirical_confidence`)
+ESTIMATORS = ("frequency", "beta", "shrunken")  # how mu_hat is estimated from a prompt's K outcomes (`caopd.trainer.empirical_confidence`)
 CONFIDENCE_TARGETS = ("verifier", "ta-sc")  # what R(x, a_k) in mu_hat is: the gold-answer verifier or TA-SC agreement
 TRAINING_REDUCTIONS = ("sequence_mean", "token_mean", "fixed_token_mean")  # how a trainer averages its loss
 # (the last: `caopd.loss`'s token_mean with a constant normaliser, rows x max_completion_length; nbs/07_trainer.ipynb)
@@ -30,6 +30,7 @@ CAOPD_RULES = {  # field: (rule, why), checked first by CaOPDConfig.__post_init_
     "confidence_estimator": (one_of(*ESTIMATORS), "how mu_hat is estimated from the K outcomes"),
     "beta_prior_successes": (real(0, lo_open=True), "a pseudo-count of the Beta prior"),
     "beta_prior_failures": (real(0, lo_open=True), "a pseudo-count of the Beta prior"),
+    "shrinkage_window": (integer(0), "prompts of earlier steps the shrunken estimator's prior is also fitted on"),
     "confidence_decimals": (integer(1, hi=6), "None: as many as the estimator's values need"),
     "success_reward_threshold": (real(), "the reward a success reaches"),
     "distillation_reduction": (one_of(*TRAINING_REDUCTIONS), "how the loss is averaged"),
@@ -50,10 +51,15 @@ class CaOPDConfig:
         "Apply CaOPD's target replacement (Algorithm 1). False gives the plain backbone (SDFT or SDPO): the same "
         "teacher contexts and loss; mu_hat and the confidence metrics are still logged when a verifier is given.")})
     confidence_estimator: str = field(default="frequency", metadata={"help": (
-        "How mu_hat is estimated from the K verifier outcomes of a prompt: 'frequency' (the paper, (1/K) sum_k R) or "
-        "'beta' (Beta-posterior mean (s + a) / (K + a + b), never exactly 0 or 1).")})
+        "How mu_hat is estimated from the K verifier outcomes of a prompt: 'frequency' (the paper, (1/K) sum_k R), "
+        "'beta' (Beta-posterior mean (s + a) / (K + a + b), never exactly 0 or 1) or 'shrunken' (empirical Bayes: "
+        "the same posterior mean with a Beta prior fitted, by moments, on the success counts of OTHER prompts: the "
+        "step's and those of shrinkage_window earlier ones, `caopd.trainer.shrinkage_prior`).")})
     beta_prior_successes: float = field(default=1.0, metadata={"help": "a of the Beta(a, b) prior ('beta' estimator)."})
     beta_prior_failures: float = field(default=1.0, metadata={"help": "b of the Beta(a, b) prior ('beta' estimator)."})
+    shrinkage_window: int = field(default=32, metadata={"help": (
+        "'shrunken' estimator: how many prompts of the most recent earlier steps join the step's other prompts in "
+        "fitting the prior (a CPU step has 4 prompts, too few alone; 0: the step's prompts only).")})
     confidence_decimals: int | None = field(default=None, metadata={"help": (
         "Decimals of the rewritten confidence. None: as many as the estimator's values need (K=8: '0.375').")})
     success_reward_threshold: float = field(default=1.0, metadata={"help": (

@@ -14,7 +14,7 @@ from .confidence import parse_confidence
 from .data import PAPER_DOMAINS, check_domain, environment_record, load_domain
 from .verifiers import answer_letter, extract_answer, verify
 from .metrics import METRICS, METRIC_NAMES, calibration_report, interval_text
-from .figures import confidence_histogram, reliability_diagram, save_figure
+from .figures import confidence_histogram, reliability_diagram, risk_coverage_curves, save_figure
 
 # %% auto #0
 __all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'BREAKDOWNS',
@@ -594,7 +594,7 @@ def write_run(out,  # the run folder
               report:dict,  # their `calibration_report`
               settings:dict,  # what produced them (model, domain, split, ...)
              ) -> Path:
-    "Write records, report (JSON and Markdown, with the breakdown by level or gold letter) and the two calibration figures into `out`."
+    "Write records, report (JSON and Markdown, with the breakdown by level or gold letter) and the three calibration figures into `out`."
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     write_jsonl(records, out/'records.jsonl')
     key = breakdown_key(records, settings['domain']) if settings.get('domain') else None
@@ -607,6 +607,8 @@ def write_run(out,  # the run folder
     save_figure(reliability_diagram(conf, correct, title=f'Reliability: {title}'), out/'reliability')
     save_figure(confidence_histogram({'verbalized confidence': [c for c in conf if c is not None]},
                                      title=f'Confidence: {title}'), out/'confidence')
+    save_figure(risk_coverage_curves({str(settings.get('model')): (conf, correct)}, title=f'Selective answering: {title}'),
+                out/'risk_coverage')
     return out
 
 # %% ../nbs/09_evaluate.ipynb #c042

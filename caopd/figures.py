@@ -9,7 +9,7 @@ __all__ = ['ENTITY_COLUMNS', 'METRIC_TITLES', 'METHOD_NAMES', 'METHOD_COLORS', '
            'entity_names', 'place_labels', 'hero_plot', 'log_metric', 'training_curves', 'format_adherence_curves',
            'generalization_bars', 'method_bars', 'model_size', 'scaling_bubbles', 'k_ablation',
            'confidence_distributions', 'text_excerpt', 'pipeline_figure', 'reliability_grid', 'level_calibration',
-           'markdown_table', 'save_table']
+           'risk_coverage_curves', 'markdown_table', 'save_table']
 
 # %% ../nbs/10_figures.ipynb #c002
 import fnmatch, html, math, re, textwrap
@@ -23,7 +23,7 @@ from plotly.subplots import make_subplots
 
 from .data import DOMAIN_NAMES, shipped_path
 from .methods import METHODS
-from .metrics import confidence_counts, reliability_bins
+from .metrics import aurc, confidence_counts, reliability_bins, risk_coverage
 
 # %% ../nbs/10_figures.ipynb #fc046
 def reliability_diagram(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing
@@ -861,6 +861,35 @@ def level_calibration(runs:Mapping[str, Mapping[str, Mapping[str, Mapping]]], # 
         fig.update_xaxes(title_text='accuracy', range=[-0.03, 1.03], row=1, col=j)
         fig.update_yaxes(title_text='mean stated confidence' if j == 1 else None, range=[-0.03, 1.08], row=1, col=j)
     fig.update_layout(title=title, template='plotly_white', width=min(1500, 120 + 360 * len(runs)), height=440,
+                      legend=dict(orientation='h', yanchor='top', y=-0.18, x=0))
+    return fig
+
+# %% ../nbs/10_figures.ipynb #rcf02
+def risk_coverage_curves(runs:Mapping[str, tuple], # {label: (confidences, correct)} per model or run
+                         colors:Mapping[str, str]|None=None, # {label: colour}; default: the method's colour or the palette
+                         missing:float|str='worst', # how a missing confidence is scored (see `caopd.metrics`)
+                         title:str|None='Selective answering: risk against coverage', # figure title
+                        ) -> go.Figure:
+    "Risk-coverage curves of several runs, each with its oracle (dashed) and random (dotted) reference and its AURC."
+    if not isinstance(runs, Mapping) or not runs:
+        raise TypeError("runs must be a non-empty dict {label: (confidences, correct)}")
+    colors = {**_run_colors(list(runs)), **(colors or {})}
+    fig = go.Figure()
+    for lab, (c, y) in runs.items():
+        rc, area = risk_coverage(c, y, missing), aurc(c, y, missing)
+        refs = (('risk', f'{lab}: stated confidence, AURC {area:.3f}', 'solid'),
+                ('oracle', f'{lab}: oracle, AURC {rc["oracle"].mean():.3f}', 'dash'),
+                ('random', f'{lab}: random, AURC {rc["random"].mean():.3f}', 'dot'))
+        for key, name, dash in refs:
+            fig.add_trace(go.Scatter(
+                x=rc['coverage'], y=rc[key], mode='lines', name=name, legendgroup=lab,
+                line=dict(color=colors[lab], dash=dash, width=2.5 if key == 'risk' else 1.5),
+                customdata=rc['confidence'] if key == 'risk' else None,
+                hovertemplate='coverage %{x:.3f}: risk %{y:.3f}' + (', answering confidence >= %{customdata:.2f}'
+                                                                    if key == 'risk' else '') + f'<extra>{lab}</extra>'))
+    fig.update_layout(title=title, template='plotly_white', width=760, height=480,
+                      xaxis=dict(title='coverage (fraction answered, most confident first)', range=[0, 1]),
+                      yaxis=dict(title='risk (error rate of the answered)', rangemode='tozero'),
                       legend=dict(orientation='h', yanchor='top', y=-0.18, x=0))
     return fig
 

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['run_name', 'tidy_runs', 'main_runs', 'format_warning', 'degenerate_note', 'missing_runs', 'interval_columns',
-           'compare_table', 'missing_run_commands', 'missing_report', 'our_runs', 'run_logs']
+           'compare_table', 'missing_run_commands', 'missing_report', 'complete_reports', 'our_runs', 'run_logs']
 
 # %% ../nbs/11a_reproduce.ipynb #r002
 import math, re
@@ -17,8 +17,9 @@ import pandas as pd
 from .data import PAPER_DOMAINS
 from .figures import METHOD_NAMES, wide_table
 from .methods import TRAINABLE  # the methods a training run can make
-from .metrics import REPORT_KEYS, interval_text
-from .runs import load_run, papermill_command, runs_table
+from .evaluate import read_jsonl
+from .metrics import REPORT_KEYS, SELECTIVE_METRICS, calibration_report, interval_text
+from .runs import RunFolder, load_run, papermill_command, runs_table
 
 # %% ../nbs/11a_reproduce.ipynb #rc056
 _RUN_METRICS = REPORT_KEYS  # every key of a calibration report: metrics, the stated subset, their intervals
@@ -119,9 +120,13 @@ def compare_table(paper:pd.DataFrame, # a paper table (long format)
                   ours:pd.DataFrame, # our runs (long format), already matched to the paper's settings
                   metrics:Sequence, # metric columns, in order
                   by:Sequence=('domain', 'method', 'setting'), # sort keys: the paper's order of appearance
+                  extra:Sequence=SELECTIVE_METRICS, # metrics the paper does not report, after `metrics` when our runs have them
                  ) -> pd.DataFrame:
     "The paper's rows and ours side by side (wide), paper first; our rows carry each metric's 95% interval."
-    both = pd.concat([paper, ours], ignore_index=True) if ours is not None and len(ours) else paper
+    ours_ = ours is not None and len(ours)
+    both = pd.concat([paper, ours], ignore_index=True) if ours_ else paper
+    have = set(ours['metric']) if ours_ else set()
+    metrics = [*metrics, *(m for m in extra if m in have and m not in metrics)]  # AURC: our rows only
     bounds = [f'{m}_{e}' for m in metrics for e in ('lo', 'hi')]
     w = wide_table(both, list(metrics) + bounds)
     keys = [k for k in by if k in w.columns]
@@ -171,6 +176,23 @@ def missing_report(missing:pd.DataFrame, # `missing_runs(...)`
                       'Make them with:', *missing_run_commands(missing, root, **params),
                       'or run a whole grid: python -m caopd.runs nbs/grids/cpu.yaml (CPU) or nbs/grids/paper.yaml (GPU)'])
 
+# %% ../nbs/11a_reproduce.ipynb #rc066b
+def complete_reports(runs:pd.DataFrame, # `caopd.runs.runs_table(...)`: one row per run folder
+                    ) -> pd.DataFrame:
+    "`runs` with the report keys each run's metrics.json lacks (newer metrics) computed from its evaluation records."
+    runs = runs.copy()
+    for i, path in runs['path'].items() if 'path' in runs.columns else ():
+        folder = RunFolder(path)
+        stored = folder.read_metrics()
+        for prefix, which in (('', 'after'), ('before_', 'before')):
+            report, records = stored.get(which) or {}, folder.eval(which)/'records.jsonl'
+            todo = [k for k in REPORT_KEYS if k not in report]
+            if not report or not todo or not records.is_file(): continue
+            recs = read_jsonl(records)
+            new = calibration_report([r['confidence'] for r in recs], [r['correct'] for r in recs], groups=[r['id'] for r in recs])
+            for k in todo: runs.loc[i, f'{prefix}{k}'] = new[k]
+    return runs
+
 # %% ../nbs/11a_reproduce.ipynb #rc065
 def _run_dirs(runs_dir) -> list:
     dirs = runs_dir.split(',') if isinstance(runs_dir, str) else [runs_dir] if isinstance(runs_dir, Path) else list(runs_dir)
@@ -178,7 +200,7 @@ def _run_dirs(runs_dir) -> list:
 
 
 def _runs(runs_dir) -> pd.DataFrame:
-    tables = [runs_table(d) for d in _run_dirs(runs_dir) if d.is_dir()]
+    tables = [complete_reports(runs_table(d)) for d in _run_dirs(runs_dir) if d.is_dir()]  # older reports: newer keys from records
     tables = [t for t in tables if len(t)]
     return pd.concat(tables, ignore_index=True).drop_duplicates('path') if tables else pd.DataFrame()
 

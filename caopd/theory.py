@@ -10,7 +10,8 @@ import numpy as np
 # %% auto #0
 __all__ = ['CONFIDENCE_LEVELS', 'softmax', 'log_softmax', 'entropy', 'sample_categorical', 'World', 'make_world',
            'sample_contexts', 'projection_error', 'bernoulli_kl', 'entropy_gap', 'reverse_kl_closed_form',
-           'reverse_kl_fit', 'verbal_confidence', 'context_distribution', 'optimism_bias', 'distill_confidence']
+           'reverse_kl_fit', 'verbal_confidence', 'context_distribution', 'optimism_bias', 'distill_confidence',
+           'graded_success_rates', 'early_stopped_mean', 'early_stopping_bias']
 
 # %% ../nbs/04_theory.ipynb #c006
 def softmax(logits:np.ndarray, # unnormalized log-probabilities; the last axis is the vocabulary
@@ -246,3 +247,34 @@ def distill_confidence(method:str, # 'opd': the teacher verbalizes mu_T(x, z); '
     a = sample_categorical(world.policy[x], rng)
     confidence = CONFIDENCE_LEVELS[sample_categorical(head[x], rng)]
     return dict(confidence=confidence, correct=world.correct[x, a], x=x, target=target, head=head)
+
+# %% ../nbs/04_theory.ipynb #fr01
+def graded_success_rates(n:int=576, # number of prompts
+                         seed:int=0, # seed of the numpy Generator
+                         weights:tuple=(0.35, 0.25, 0.4), # shares of hard (near 0), easy (near 1) and in-between prompts
+                        ) -> np.ndarray:
+    "True success rates mu(x) of a graded task's prompts: Beta(0.4, 8), Beta(8, 0.4) or Beta(1.2, 1.2), by `weights`."
+    rng = np.random.default_rng(seed)
+    kind = rng.choice(3, size=n, p=np.asarray(weights) / np.sum(weights))
+    return np.select([kind == 0, kind == 1], [rng.beta(0.4, 8, n), rng.beta(8, 0.4, n)], rng.beta(1.2, 1.2, n))
+
+def early_stopped_mean(outcomes:np.ndarray, # (..., K) verifier outcomes in drawing order, 0/1
+                       k0:int, # stop after the first k0 when they agree
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    "The plain mean of the rollouts an early-stopping rule draws (k0 if they agree, else all K), and how many it drew."
+    o = np.asarray(outcomes, float)
+    K = o.shape[-1]
+    if not 1 <= k0 <= K: raise ValueError(f"early_stopped_mean: k0={k0} must be in [1, K={K}]")
+    first = o[..., :k0]
+    agree = first.min(-1) == first.max(-1)
+    n = np.where(agree, k0, K)
+    return np.where(agree, first.mean(-1), o.mean(-1)), n
+
+def early_stopping_bias(mu:np.ndarray|float, # true success rates
+                        K:int, # the most rollouts drawn
+                        k0:int, # stop after the first k0 when they agree
+                       ) -> np.ndarray:
+    "Exact E[early-stopped mean] - mu for Bernoulli(mu) rollouts (see the formula above)."
+    mu = np.asarray(mu, float)
+    up, down = mu ** k0, (1 - mu) ** k0
+    return up + (K * mu - up * (k0 + (K - k0) * mu) - down * (K - k0) * mu) / K - mu

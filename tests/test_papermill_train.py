@@ -58,7 +58,8 @@ def test_run_folder(grid_runs):
         assert len(recs) == 2 * 2 and {r['sample'] for r in recs} == {0, 1}
         assert run[when]['n'] == 4
         assert json.loads((out/'eval'/when/'report.json').read_text())['report'] == run[when]
-        for k in ('ece', 'ece_stated', 'accuracy_lo', 'accuracy_hi', 'n_stated'): assert k in run[when], k
+        for k in ('ece', 'ece_stated', 'accuracy_lo', 'accuracy_hi', 'n_stated', 'aurc', 'aurc_lo', 'aurc_oracle'):
+            assert k in run[when], k
     steps = [h for h in run['log'] if 'loss' in h]
     assert [h['step'] for h in steps] == [1, 2]
     for key in ('caopd/calibration_loss', 'caopd/capability_loss', 'caopd/empirical_confidence', 'step_time'):
@@ -68,7 +69,7 @@ def test_run_folder(grid_runs):
     assert all(set(t) == {'step', 'id', 'completion', 'reward', 'confidence', 'mu_hat'} for t in targets)
     assert all(isinstance(t['id'], str) and isinstance(t['completion'], str) for t in targets)
     assert (out/'checkpoint'/'config.json').is_file()
-    for fig in ('training_curves', 'format_adherence', 'reliability', 'confidence_distributions'):
+    for fig in ('training_curves', 'format_adherence', 'reliability', 'risk_coverage', 'confidence_distributions'):
         assert (out/'figures'/f'{fig}.html').is_file(), fig
     assert (out/'metrics.csv').is_file() and (out/'metrics.md').is_file()
     training = json.loads((out/'train.json').read_text())
