@@ -326,7 +326,7 @@ def trainer_config(settings:dict, # `resolve_settings(...)`
                per_device_train_batch_size=settings['per_device_train_batch_size'],
                gradient_accumulation_steps=settings['gradient_accumulation_steps'],
                max_completion_length=settings['max_completion_length'], warmup_steps=settings['warmup_steps'],
-               gradient_checkpointing=settings['gradient_checkpointing'],
+               activation_checkpointing=settings['gradient_checkpointing'],  # transformers' name; the old one warns
                seed=settings['seed'], logging_steps=1, save_strategy='steps', save_steps=settings['save_steps'],
                save_total_limit=2, report_to=settings['report_to'], run_name=settings['run_name'],
                push_to_hub=settings['push_to_hub'], hub_model_id=settings['hub_model_id'], disable_tqdm=False)
@@ -465,13 +465,15 @@ def _train(run:RunArguments) -> RunFolder:
         raise Refusal("preset='paper' (Table 6: vLLM rollouts, 8192-token responses) needs GPUs and none is "
                       "visible: use preset='cpu' here, or dry_run=True to plan the paper's run")
     folder = RunFolder(settings['out'])
-    from caopd.preflight import check_fits
     method_args(settings, folder)  # the method's config checks its own fields (caopd.config) before any data loads
+    train_rows, warmup_rows = select_prompts(settings)
+    identity = run_identity(settings)
+    if not run.overwrite: folder.claim(identity, main=False)  # another run in the folder is refused first; writes nothing
+    from caopd.preflight import check_fits
     plan = run_memory_plan(settings, run.gpu)
     print(f'preflight: {plan.summary()}', flush=True)
-    check_fits(plan)  # refuse before loading data or the model, naming the fixes; nothing is written yet
-    train_rows, warmup_rows = select_prompts(settings)
-    moved = folder.claim(run_identity(settings), run.overwrite, main=_main_process())  # before any work
+    check_fits(plan)  # refuse before loading the model, naming the fixes; nothing is written yet
+    moved = folder.claim(identity, run.overwrite, main=_main_process())  # before any work
     if moved: print(f"{folder.path} held another run; it was moved, whole, to {moved}", flush=True)
     if settings['world_size'] > 1:  # the other processes look into the folder once the main one has claimed it
         from accelerate import PartialState

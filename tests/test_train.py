@@ -147,10 +147,11 @@ def test_a_run_folder_holds_one_run(tmp_path):
     assert folder.read_training()['steps'] == 2 and folder.read_identity()['K'] == 2
 
     mixed = _train('--model', tiny, *base, '--method', 'sdft', '--K', '4', '--max_steps', '3')
-    assert mixed.returncode != 0 and 'RunMismatchError' in mixed.stderr, mixed.stderr[-4000:]
+    assert mixed.returncode == 2 and 'holds another run' in mixed.stderr, mixed.stderr[-4000:]
+    assert len(mixed.stderr.strip().splitlines()[-1]) > 100 and 'Traceback' not in mixed.stderr  # one line, no traceback
     assert "method: 'caopd-sdft' -> 'sdft'; K: 2 -> 4; max_steps: 2 -> 3" in mixed.stderr and '--overwrite true' in mixed.stderr
     other = _train('--model', tiny2, *base, '--resume', 'false')
-    assert other.returncode != 0 and f"model: {tiny!r} -> {tiny2!r}" in other.stderr, other.stderr[-4000:]
+    assert other.returncode == 2 and f"model: {tiny!r} -> {tiny2!r}" in other.stderr, other.stderr[-4000:]
     assert 'preflight:' not in mixed.stdout + other.stdout  # refused before the warm-up, the plan or any model
     assert all(p.read_bytes() == b for p, b in before.items())  # and nothing of the first run changed
 
