@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib, json, math, os, platform, random, re, subprocess, warnings
 from pathlib import Path
 import caopd
+from .cli import Refusal
 
 # %% auto #0
 __all__ = ['PAPER_DOMAINS', 'DOMAINS', 'DOMAIN_NAMES', 'CONFIDENCE_INSTRUCTION', 'TOOLUSE_CONFIDENCE_INSTRUCTION',
@@ -658,7 +659,7 @@ CREDENTIAL_ENVS = {'hub_token': 'HF_TOKEN', 'push_to_hub_token': 'HF_TOKEN', 'to
 _CREDENTIAL_KEY = re.compile(r'^((hub|push_to_hub|hf|auth|access|bearer|api|refresh)_)?token$|(^|_)(api_?key|access_?key'
                              r'|secret(_key)?|password|passwd|authorization|credentials?)$', re.I)
 
-class CredentialError(ValueError):
+class CredentialError(Refusal):  # a ValueError; one line and exit status 2 on the command line (caopd.cli.refusals)
     "A credential was given as an argument, where it would be written to disk and printed."
 
 def _url_userinfo(s:str) -> bool:

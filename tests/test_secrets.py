@@ -66,7 +66,8 @@ def test_evaluate_refuses_credentials_in_the_endpoint(tmp_path, monkeypatch):
     cmd = [sys.executable, '-m', 'caopd.evaluate', '--model', 'openai:m', '--data_dir', str(fixtures_dir()), '--out', str(out)]
     res = subprocess.run([*cmd, '--base_url', f'http://me:{S}@127.0.0.1:9/v1'], capture_output=True, text=True,
                          timeout=300, cwd=ROOT, env=dict(os.environ, OPENAI_API_KEY='k'))
-    assert res.returncode != 0 and 'base_url is a URL with user info' in res.stderr and 'OPENAI_API_KEY' in res.stderr, res.stderr[-2000:]
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1  # a refusal: one line, no traceback
+    assert 'base_url is a URL with user info' in res.stderr and 'OPENAI_API_KEY' in res.stderr, res.stderr[-2000:]
     assert not _leaks(out, res.stdout, res.stderr) and not out.exists()
     from caopd.evaluate import evaluate
     monkeypatch.setenv('OPENAI_BASE_URL', f'http://me:{S}@127.0.0.1:9/v1')
