@@ -461,6 +461,10 @@ def _train(run:RunArguments) -> RunFolder:
     settings = resolve_settings(run)
     if run.dry_run: return dry_run(run, settings)
     import torch
+    if settings['world_size'] > 1 and 'WORLD_SIZE' not in os.environ:  # one process would train alone on the batch planned for all
+        raise Refusal(f"{settings['world_size']} training processes are planned (num_processes, or one per visible GPU) but "
+                      f"this is one process, started without a launcher: start them with "
+                      f"`{shlex.join(launch_command(run, settings))}` (the notebook does), or pass num_processes=1")
     if settings['preset'] == 'paper' and not torch.cuda.is_available():
         raise Refusal("preset='paper' (Table 6: vLLM rollouts, 8192-token responses) needs GPUs and none is "
                       "visible: use preset='cpu' here, or dry_run=True to plan the paper's run")

@@ -1,5 +1,5 @@
 "caopd.train as users start it: the notebook's parameters, dry runs of every paper run, refusals, and a killed run that resumes."
-import json, subprocess, sys
+import json, os, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -186,3 +186,13 @@ def test_killed_after_its_last_checkpoint_finishes_without_another_step(tmp_path
     assert [h['step'] for h in folder.read_log() if 'loss' in h] == [1, 2] and (out/'checkpoint'/'config.json').is_file()
     assert sorted(t['step'] for t in folder.read_targets()) == [1, 1, 2, 2]  # K=2 targets per step, kept from the checkpoint
 
+
+
+def test_several_processes_without_a_launcher_are_refused(tmp_path):
+    "num_processes=2 started as one process would train alone on the batch planned for two: refused, naming the launch command."
+    out = tmp_path/'run'
+    res = subprocess.run([sys.executable, '-m', 'caopd.train', '--model', tiny_model_dir(tmp_path/'tiny'), '--out', str(out),
+                          *TINY_ARGS, '--num_processes', '2'], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         env={k: v for k, v in os.environ.items() if k != 'WORLD_SIZE'})
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr[-2000:]
+    assert 'torch.distributed.run' in res.stderr and 'num_processes=1' in res.stderr and not out.exists()
