@@ -523,7 +523,7 @@ def load_arithmetic(split:str, # 'train', 'validation', 'test' or 'all'
     "This project's integer-addition domain as a `datasets.Dataset` with id, prompt, answer, privileged_context, domain, task, difficulty."
     from datasets import Dataset
     if split not in ('train', 'validation', 'test', 'all'):
-        raise ValueError(f"unknown arithmetic split {split!r}: use 'train', 'validation', 'test' or 'all'")
+        raise Refusal(f"unknown arithmetic split {split!r}: use 'train', 'validation', 'test' or 'all'")
     s = arithmetic_splits(seed)
     return Dataset.from_list(s['test'] + s['validation'] + s['train'] if split == 'all' else s[split])
 
@@ -543,7 +543,7 @@ def load_chemistry(split:str, # 'train', 'validation', 'test' or 'all'
     "SciKnowEval Chemistry L3 as a `datasets.Dataset` with id, prompt, answer, privileged_context, domain, task."
     from datasets import Dataset
     if split not in ('train', 'validation', 'test', 'all'):
-        raise ValueError(f"unknown chemistry split {split!r}: use 'train', 'validation', 'test' or 'all'")
+        raise Refusal(f"unknown chemistry split {split!r}: use 'train', 'validation', 'test' or 'all'")
     recs = read_chemistry(resolve_data_file(CHEMISTRY_FILE, data_dir))
     idx = range(len(recs)) if split == 'all' else stratified_splits([r['details']['task'] for r in recs], seed)[split]
     return Dataset.from_list([chemistry_row(i, recs[i]) for i in idx])
@@ -571,7 +571,7 @@ def load_toolalpaca(split:str, # 'train', 'test', 'simulated', 'real' or 'all'
     "ToolAlpaca as a `datasets.Dataset` with id, prompt, answer (JSON golden steps), privileged_context, domain, api."
     from datasets import Dataset
     if split not in ('train', 'test', 'simulated', 'real', 'all'):
-        raise ValueError(f"unknown tooluse split {split!r}: use 'train', 'test', 'simulated', 'real' or 'all' "
+        raise Refusal(f"unknown tooluse split {split!r}: use 'train', 'test', 'simulated', 'real' or 'all' "
                          f"(ToolAlpaca has no validation split)")
     real = resolve_data_file(TOOLALPACA_FILES['real'], data_dir)
     base = real.parent.parent

@@ -8,7 +8,7 @@ import itertools, json, shlex
 from pathlib import Path
 
 from .data import check_no_credentials, shipped_file
-from .cli import command, named
+from .cli import Refusal, command, named
 from .evaluate import read_jsonl, write_jsonl
 from .metrics import REPORT_KEYS
 
@@ -226,10 +226,10 @@ def _expand(entry:dict, where:str) -> list[tuple[str, dict]]:
     "(name, params) of one grid entry; a `matrix` entry becomes the product of its values."
     entry = dict(entry)
     name = entry.pop('name', None)
-    if not name: raise ValueError(f"{where} has no `name`: every run needs one (its folder under the grid's root)")
+    if not name: raise Refusal(f"{where} has no `name`: every run needs one (its folder under the grid's root)")
     matrix = entry.pop('matrix', None) or {}
     if not isinstance(matrix, dict) or not all(isinstance(v, list) and v for v in matrix.values()):
-        raise ValueError(f"{where}: `matrix` must map parameter names to non-empty lists of values, got {matrix!r}")
+        raise Refusal(f"{where}: `matrix` must map parameter names to non-empty lists of values, got {matrix!r}")
     out = []
     for values in itertools.product(*matrix.values()):
         params = {**entry, **dict(zip(matrix, values))}
@@ -242,18 +242,18 @@ def read_grid(path, # a grid YAML file, or the name of a shipped one ('cpu.yaml'
     import yaml
     path = shipped_file(path, 'nbs/grids', 'grid file')
     try: spec = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e: raise ValueError(f"{path} is not valid YAML: {e}") from None
+    except yaml.YAMLError as e: raise Refusal(f"{path} is not valid YAML: {e}") from None
     if not isinstance(spec, dict) or not isinstance(spec.get('runs'), list):
-        raise ValueError(f"{path}: a grid is a mapping with a `runs` list (see caopd.runs.read_grid's docs)")
+        raise Refusal(f"{path}: a grid is a mapping with a `runs` list (see caopd.runs.read_grid's docs)")
     unknown = sorted(set(spec) - _GRID_KEYS)
-    if unknown: raise ValueError(f"{path}: unknown top-level key(s) {unknown}; known: {sorted(_GRID_KEYS)}")
+    if unknown: raise Refusal(f"{path}: unknown top-level key(s) {unknown}; known: {sorted(_GRID_KEYS)}")
     root = str(spec.get('root', 'runs'))
     defaults = spec.get('defaults') or {}
     runs, seen = [], set()
     for i, entry in enumerate(spec['runs']):
-        if not isinstance(entry, dict): raise ValueError(f"{path}: run #{i + 1} is not a mapping: {entry!r}")
+        if not isinstance(entry, dict): raise Refusal(f"{path}: run #{i + 1} is not a mapping: {entry!r}")
         for name, params in _expand(entry, f"{path}: run #{i + 1}"):
-            if name in seen: raise ValueError(f"{path}: two runs are named {name!r}; names must be unique")
+            if name in seen: raise Refusal(f"{path}: two runs are named {name!r}; names must be unique")
             seen.add(name)
             params = {k: v.replace('{root}', root) if isinstance(v, str) else v for k, v in {**defaults, **params}.items()}
             check_no_credentials(params, f"{path}: run {name!r}")  # papermill would write them into the executed notebook
@@ -269,17 +269,25 @@ def run_grid(grid, # a grid YAML file (see `read_grid`)
              only:str|None=None, # run only the runs whose name matches one of these comma-separated glob patterns
             ) -> list[Path]:
     "Execute every run of `grid` through papermill into <root>/<name>/; return the run folders."
-    import fnmatch, papermill as pm
+    import dataclasses, difflib, fnmatch, papermill as pm
     g = read_grid(grid)
     if only:
         pats = [p.strip() for p in only.split(',') if p.strip()]
         g['runs'] = [(n, p) for n, p in g['runs'] if any(fnmatch.fnmatch(n, pat) for pat in pats)]
-        if not g['runs']: raise ValueError(f"{grid}: no run name matches only={only!r}")
+        if not g['runs']: raise Refusal(f"{grid}: no run name matches only={only!r}")
     nb = shipped_file(g['notebook'], 'nbs', 'notebook')  # nbs/train.ipynb: the checkout's, or an installed wheel's copy
     known = set(pm.inspect_notebook(str(nb)))
-    for name, params in g['runs']:
+    from caopd.train import RunArguments
+    fields = {f.name for f in dataclasses.fields(RunArguments)}
+    for name, params in g['runs']:  # every run is checked before the first starts: a refusal, not a failed notebook
         bad = sorted(set(params) - known)
-        if bad: raise ValueError(f"{grid}: run {name!r} sets {bad}, which {nb} has no parameter for; it has {sorted(known)}")
+        if bad:
+            near = [m for b in bad for m in difflib.get_close_matches(b, sorted(known), n=1)]
+            raise Refusal(f"{grid}: run {name!r} sets {bad}, which {nb.name} has no parameter for"
+                          f"{'; did you mean ' + ', '.join(near) + '?' if near else ''} (its parameters: {sorted(known)})")
+        if known >= fields:  # the train notebook: its parameters are RunArguments, checked by their rules
+            try: RunArguments(**{k: v for k, v in params.items() if k in fields})
+            except Refusal as e: raise Refusal(f"{grid}: run {name!r}: {e}") from None
     folders = []
     for name, params in g['runs']:
         out = Path(g['root'])/name

@@ -460,6 +460,12 @@ def _train(run:RunArguments) -> RunFolder:
     t0 = time.time()
     settings = resolve_settings(run)
     if run.dry_run: return dry_run(run, settings)
+    import importlib.util
+    missing = [t.strip() for t in str(run.report_to).split(',') if t.strip() not in ('none', 'all', '')
+               and importlib.util.find_spec(t.strip()) is None]
+    if missing:  # transformers would fail only once the trainer is built, after the warm-up, with the folder claimed
+        raise Refusal(f"report_to={run.report_to!r}: {', '.join(missing)} is not installed: pip install {' '.join(missing)}, "
+                      f"or report_to='none'")
     import torch
     if settings['world_size'] > 1 and 'WORLD_SIZE' not in os.environ:  # one process would train alone on the batch planned for all
         raise Refusal(f"{settings['world_size']} training processes are planned (num_processes, or one per visible GPU) but "
@@ -700,7 +706,7 @@ def parse_args(argv:list[str]|None=None) -> RunArguments:
     from caopd.data import check_no_credentials  # a credential is refused as one before it is refused as unknown
     words = [w for w in rest for w in w.split('=', 1)]
     given = {w[2:]: (words[i + 1] if i + 1 < len(words) else '') for i, w in enumerate(words) if w.startswith('--')}
-    check_no_credentials({**vars(ns), **extra, **given, 'trainer_overrides': run.trainer_overrides}, 'caopd-train')
+    check_no_credentials({**vars(ns), **extra, **given, 'trainer_overrides': run.trainer_overrides}, 'the command line')
     if extra or rest or run.trainer_overrides:
         run.trainer_overrides = {**_config_overrides(run, extra, rest, ns.config), **(run.trainer_overrides or {})}
     return run

@@ -177,3 +177,17 @@ def test_runs_dry_run_prints_commands_that_work_when_pasted(tmp_path):
         assert res.returncode == 0 and res.stdout.startswith('wrote '), (cmd, res.stderr)
     assert (tmp_path/'runs'/'a b').is_dir() and (tmp_path/'runs'/'c').is_dir()
     _refused(_run('caopd-runs', grid, '--dry_run', 'maybe'), "unexpected argument 'maybe'")
+
+def test_grids_splits_and_trackers_are_refused_before_any_work(tmp_path):
+    "A grid's runs are checked before the first notebook starts; a split or a tracker that is not there, before any model."
+    grid = lambda defaults: (tmp_path/'g.yaml').write_text(f"notebook: nbs/train.ipynb\nroot: {tmp_path/'runs'}\n"
+                                                            f"defaults: {defaults}\nruns:\n  - name: a\n    method: sdft\n") and tmp_path/'g.yaml'
+    _refused(_run('caopd-runs', grid('{preset: cpu, K: 0}')), "g.yaml: run 'a': K=0: K must be an integer >= 1")
+    _refused(_run('caopd-runs', grid('{preset: cpu, learning_rat: 5}')), "sets ['learning_rat']", 'did you mean learning_rate?')
+    _refused(_run('caopd-runs', grid('{preset: cpu}'), '--only', 'zzz'), "no run name matches only='zzz'")
+    assert not (tmp_path/'runs').exists()
+    _refused(_run('caopd-evaluate', '--domain', 'arithmetic', '--split', 'foo'), "unknown arithmetic split 'foo'")
+    import importlib.util
+    if importlib.util.find_spec('wandb') is None:
+        _refused(_run('caopd-train', '--report_to', 'wandb', '--out', tmp_path/'wb'), "wandb is not installed: pip install wandb")
+        assert not (tmp_path/'wb').exists()
