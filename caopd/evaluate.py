@@ -21,8 +21,9 @@ __all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_D
            'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'generate', 'generate_vllm', 'api_base_url',
            'openai_client', 'generate_openai', 'ScriptedAPI', 'resolve_backend', 'score_completion',
            'score_completions', 'write_jsonl', 'append_jsonl', 'read_jsonl', 'report_markdown', 'breakdown_key',
-           'breakdown', 'breakdown_markdown', 'RunMismatchError', 'prompts_sha256', 'kept_records', 'open_run',
-           'evaluate', 'write_run', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'main']
+           'records_report', 'breakdown', 'breakdown_markdown', 'RunMismatchError', 'prompts_sha256', 'kept_records',
+           'open_run', 'evaluate', 'write_run', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol',
+           'main']
 
 # %% ../nbs/09_evaluate.ipynb #c006
 def _generate_batches(model, tokenizer, # a transformers causal LM and its tokenizer
@@ -400,6 +401,14 @@ def breakdown_key(records:list[dict], # per-sample records
     if records and all(r.get('difficulty') is not None for r in records): return 'difficulty'
     return 'answer' if check_domain(domain) == 'chemistry' else None
 
+def records_report(records:list[dict], # per-sample records (`id`, `correct` and the confidence field)
+                   key:str='confidence', # the confidence field: 'confidence' (stated) or 'elicited_confidence'
+                   **kwargs, # more `calibration_report` arguments (n_boot, seed, ...)
+                  ) -> dict:
+    "`calibration_report` of per-sample records, its intervals resampling prompts (`id`)."
+    return calibration_report([r[key] for r in records], [r['correct'] for r in records], groups=[r['id'] for r in records],
+                              **kwargs)
+
 def breakdown(records:list[dict], # per-sample records
               key:str, # a field of `BREAKDOWNS`
               n_boot:int=1000, # bootstrap resamples per group
@@ -410,8 +419,7 @@ def breakdown(records:list[dict], # per-sample records
     out = {}
     for v in sorted({r[key] for r in records}, key=lambda v: (str(type(v)), v)):
         sub = [r for r in records if r[key] == v]
-        rep = calibration_report([r['confidence'] for r in sub], [r['correct'] for r in sub], groups=[r['id'] for r in sub],
-                                 n_boot=n_boot, seed=seed)
+        rep = records_report(sub, n_boot=n_boot, seed=seed)
         if key == 'answer': rep['answered'] = sum(answer_letter(extract_answer(r['completion'])) == v for r in records)
         out[str(v)] = rep
     return out
@@ -577,8 +585,7 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     records = sorted(unique.values(), key=lambda r: (pos[r['id']], r['sample']))  # prompt order, as an uninterrupted run
     if len(records) != len(rows) * n_samples:
         raise RuntimeError(f"{len(records)} records for {len(rows)} prompts x {n_samples} samples: some samples are missing")
-    report = calibration_report([r['confidence'] for r in records], [r['correct'] for r in records],
-                                groups=[r['id'] for r in records])  # intervals resample prompts
+    report = records_report(records)  # intervals resample prompts
     settings.update(seconds=round(time.time() - t0, 1), resumed_samples=len(done))
     if backend == 'openai':
         settings.update(base_url=api_base_url(base_url), workers=workers,

@@ -17,7 +17,7 @@ import pandas as pd
 from .data import PAPER_DOMAINS
 from .figures import METHOD_NAMES, wide_table
 from .methods import TRAINABLE  # the methods a training run can make
-from .evaluate import read_jsonl
+from .evaluate import read_jsonl, records_report
 from .metrics import REPORT_KEYS, SELECTIVE_METRICS, calibration_report, interval_text
 from .runs import RunFolder, load_run, papermill_command, runs_table
 
@@ -188,8 +188,7 @@ def complete_reports(runs:pd.DataFrame, # `caopd.runs.runs_table(...)`: one row 
             report, records = stored.get(which) or {}, folder.eval(which)/'records.jsonl'
             todo = [k for k in REPORT_KEYS if k not in report]
             if not report or not todo or not records.is_file(): continue
-            recs = read_jsonl(records)
-            new = calibration_report([r['confidence'] for r in recs], [r['correct'] for r in recs], groups=[r['id'] for r in recs])
+            new = records_report(read_jsonl(records))
             for k in todo: runs.loc[i, f'{prefix}{k}'] = new[k]
     return runs
 
