@@ -68,11 +68,13 @@ def trained(model_dir:str, tok, out:Path):
     args = CaOPDSDFTConfig(output_dir=str(out/'trainer'), use_cpu=True, bf16=False, gradient_checkpointing=False,
                            report_to='none', disable_tqdm=True, logging_steps=1, save_strategy='no',
                            per_device_train_batch_size=K // n, num_generations=K, max_completion_length=8, max_steps=2,
-                           seed=0, learning_rate=1e-2, warmup_steps=0,
-                           # Adam moves a weight by about the learning rate whatever its gradient's size: one whose gradient
-                           # is zero up to summation order (DDP's all-reduce against one process's sum) could step +-1e-2
-                           # either way; eps 1e-3 keeps such a weight still and the real gradients (>> 1e-3) moving
-                           adam_epsilon=1e-3)
+                           seed=0, warmup_steps=0,
+                           # plain SGD: a step is lr x gradient, so one process's sum and DDP's all-reduce (the same
+                           # numbers summed in another order) give weights 4e-6 apart after 2 steps at lr 1 (the test
+                           # allows 1e-3; the weights move 0.3 from their start). Adam divides by the
+                           # gradient's own size: a weight whose gradient is zero up to summation order stepped +-lr
+                           # either way (CI saw 2 x lr with eps 1e-8, and 2.3e-3 with eps 1e-3)
+                           optim='sgd', learning_rate=1.0)
     model = lora(load_model(model_dir, device='cpu')[0])
     trainer = CaOPDSDFTTrainer(model, mcq_reward, args, train_dataset=chemistry_rows(2), processing_class=tok)
     script_by_row(trainer).train()
