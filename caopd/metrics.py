@@ -5,8 +5,8 @@
 # %% auto #0
 __all__ = ['SELECTIVE_METRICS', 'METRICS', 'SUBSET_METRICS', 'STATED_METRICS', 'INTERVAL_METRICS', 'INTERVAL_KEYS', 'REPORT_KEYS',
            'METRIC_NAMES', 'bin_index', 'expected_calibration_error', 'brier_score', 'overconfidence_gap',
-           'strict_pairwise_ranking', 'auroc', 'risk_coverage', 'aurc', 'calibration_report', 'bootstrap_intervals',
-           'interval_text', 'reliability_bins', 'confidence_counts']
+           'strict_pairwise_ranking', 'auroc', 'risk_coverage', 'aurc', 'calibration_report', 'bootstrap_weights',
+           'bootstrap_intervals', 'interval_text', 'reliability_bins', 'confidence_counts']
 
 # %% ../nbs/03_metrics.ipynb #c002
 import math
@@ -306,6 +306,21 @@ def _weighted_metrics(w:np.ndarray, # (B, n) weights: how often each response is
                     **_selective_weighted(w, c, y))
 
 # %% ../nbs/03_metrics.ipynb #m015
+def bootstrap_weights(g:np.ndarray, # (n,) group of each response, 0..G-1 (`_group_index`)
+                      n_boot:int, # number of resamples
+                      seed:int=0, # seed of numpy's default generator
+                     ):
+    "Resamples of the groups with replacement, in chunks: arrays (b, n) of how often each response is drawn."
+    n, G = len(g), int(g.max()) + 1 if len(g) else 0
+    if G == 0: return
+    rng = np.random.default_rng(seed)
+    rows = max(1, min(n_boot, 2_000_000 // max(n, G)))  # resamples per chunk, to bound the memory
+    for start in range(0, n_boot, rows):
+        b = min(rows, n_boot - start)
+        drawn = rng.integers(0, G, size=(b, G))  # the prompts of each resample
+        counts = np.bincount((drawn + G * np.arange(b)[:, None]).ravel(), minlength=b * G).reshape(b, G)
+        yield counts[:, g].astype(np.float64)  # every response comes along with its prompt
+
 def _bootstrap_replicates(c:np.ndarray, # (n,) confidences, missing ones filled
                           y:np.ndarray, # (n,) bool correctness
                           parsed:np.ndarray, # (n,) bool: the response stated a confidence
@@ -315,16 +330,10 @@ def _bootstrap_replicates(c:np.ndarray, # (n,) confidences, missing ones filled
                           n_bins:int=10, # number of equal-width bins for ECE
                          ) -> dict:
     "Every metric of `INTERVAL_METRICS` on `n_boot` resamples of the groups (drawn with replacement): arrays of shape (n_boot,)."
-    n, G = len(c), int(g.max()) + 1 if len(g) else 0
-    if G == 0 or n_boot == 0: return {k: np.full(n_boot, math.nan) for k in INTERVAL_METRICS}
-    rng, pf, c_stated = np.random.default_rng(seed), parsed.astype(np.float64), np.where(parsed, c, 0.0)
-    rows = max(1, min(n_boot, 2_000_000 // max(n, G)))  # resamples per chunk, to bound the memory
+    if len(g) == 0 or n_boot == 0: return {k: np.full(n_boot, math.nan) for k in INTERVAL_METRICS}
+    pf, c_stated = parsed.astype(np.float64), np.where(parsed, c, 0.0)
     parts = []
-    for start in range(0, n_boot, rows):
-        b = min(rows, n_boot - start)
-        drawn = rng.integers(0, G, size=(b, G))  # the prompts of each resample
-        counts = np.bincount((drawn + G * np.arange(b)[:, None]).ravel(), minlength=b * G).reshape(b, G)
-        w = counts[:, g].astype(np.float64)  # every response comes along with its prompt
+    for w in bootstrap_weights(g, n_boot, seed):
         part = _weighted_metrics(w, c, y, n_bins)
         part['format_adherence'] = w @ pf / w.sum(1)
         part.update({f'{k}_stated': v for k, v in _weighted_metrics(w * pf, c_stated, y, n_bins).items()})
