@@ -134,11 +134,16 @@ def unknown_refusal(flags:list[str], # the unknown words, e.g. ['--learning_rat'
                    f"{prog}{also}{'; ' + hint if hint else ''} ({prog} --help lists them)")
 
 # %% ../nbs/00a_cli.ipynb #c013
+class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
+    "Each option's default after its help, unless the help already says what the default is."
+    def _get_help_string(self, action):
+        return action.help if '(default:' in (action.help or '') else super()._get_help_string(action)
+
 class Parser(argparse.ArgumentParser):
     "argparse with caopd's rules: no abbreviations, errors raised as `Refusal`, booleans that take a value only when one follows."
     def __init__(self, prog:str, description:str|None=None, **kwargs):
         super().__init__(prog=prog, description=description, allow_abbrev=False,
-                         formatter_class=argparse.ArgumentDefaultsHelpFormatter, **kwargs)
+                         formatter_class=_Defaults, **kwargs)
         self.booleans = set()  # option strings of boolean flags
 
     def error(self, message): raise Refusal(f'{message} (see {self.prog} --help)')

@@ -534,6 +534,9 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     check_no_credentials(dict(model=model_name, data_dir=str(data_dir or ''), out=str(out or ''), api_kwargs=api_kwargs),
                          'caopd.evaluate')  # before anything is written; `api_key` is an argument that is never written
     if backend == 'openai': api_base_url(base_url)
+    elif base_url or api_key: raise Refusal(  # it would be ignored: the model runs here, not behind an endpoint
+        f"{'base_url' if base_url else 'api_key'} is for the openai backend, but model={model_name!r} runs with "
+        f"backend={backend!r}; pass model='openai:<name>' to evaluate an endpoint's model, or leave it out")
     rows = load_domain(domain, split, data_dir=data_dir)
     if limit is not None: rows = rows.select(range(min(limit, len(rows))))
     rows_list, prompts = list(rows), rows['prompt']
