@@ -51,7 +51,8 @@ def deferral_correct(records:Sequence, # the small model's per-sample records (`
     for r in _fields(deferral, 'deferral', 'id', 'correct'): verdicts.setdefault(r['id'], []).append(float(bool(r['correct'])))
     lost = sorted({r['id'] for r in records} - set(verdicts), key=str)
     if lost: raise Refusal(
-        f"the deferral records answer none of {len(lost)} of the small model's questions (e.g. {lost[:3]}); evaluate "
+        f"the deferral records have no answer to {len(lost)} of the small model's {len({r['id'] for r in records})} "
+        f"questions (e.g. {lost[:3]}); evaluate "
         "the deferral model on the same domain, split and limit")
     return np.array([np.mean(verdicts[r['id']]) for r in records])
 
