@@ -93,8 +93,8 @@ def cascade_curve(records:Sequence, # the small model's per-sample records (`id`
         j = int(np.searchsorted(deferred, b + 1e-12, side='right')) - 1
         if abs(deferred[j] - b) < 1e-12: continue  # a point defers exactly that share already
         lam = (b - deferred[j]) / (deferred[j + 1] - deferred[j])
-        tied = c[keep[:, j] & ~keep[:, j + 1]]  # the answers the split is drawn from: one confidence, or unread
-        adds.append((j, b, lam, tied[0] if stated[keep[:, j] & ~keep[:, j + 1]].all() else -np.inf,
+        block = keep[:, j] & ~keep[:, j + 1]  # the answers the split is drawn from: all at one confidence, or unread
+        adds.append((j, b, lam, c[block][0] if stated[block].all() else -np.inf,
                      (1 - lam) * outcome[:, j] + lam * outcome[:, j + 1]))
     if adds:
         order = np.argsort(np.r_[deferred, [a[1] for a in adds]], kind='stable')  # exact points first on a tie
