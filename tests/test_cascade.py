@@ -55,7 +55,12 @@ def test_a_deferral_model_is_evaluated_on_the_runs_questions(tmp_path):
     assert 'tiny alone' in (out/'cascade.html').read_text()  # a local folder is named by its last part
 
 
-def test_a_folder_without_evaluations_is_refused(tmp_path):
+@pytest.mark.parametrize('bad, message', [(dict(runs='{tmp}'), 'holds no evaluation after training'),
+                                          (dict(budgets='0.1,a quarter'), "budgets='0.1,a quarter': pass shares in [0, 1]"),
+                                          (dict(budgets='0.1,2'), 'budgets: 2.0 is not a share in [0, 1]')])
+def test_bad_input_is_refused(tmp_path, bad, message):
     import papermill as pm
-    with pytest.raises(pm.PapermillExecutionError, match='holds no evaluation after training'):
-        _run(tmp_path, runs=str(tmp_path))
+    bad = {k: v.format(tmp=tmp_path) for k, v in bad.items()}
+    with pytest.raises(pm.PapermillExecutionError, match=message.replace('[', r'\[').replace(']', r'\]')):
+        _run(tmp_path, **bad)
+    assert not (tmp_path/'out').exists()  # refused before anything was written
