@@ -24,7 +24,6 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
 MAIN_RUN = 'runs/train/smollm2-arithmetic-caopd-sdft'  # the README's main command's run folder
 K_MAX = 16  # the most rollouts any estimator reads
 

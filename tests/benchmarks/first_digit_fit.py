@@ -27,10 +27,10 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from caopd.confidence import rewrite_confidence
 from caopd.config import CaOPDSDFTConfig
 from caopd.data import load_domain
 from caopd.theory import reverse_kl_closed_form
+from teacher_copying import teacher_text, up_to_confidence  # beside this script
 
 
 def steps_arg(text:str) -> set:
@@ -55,10 +55,7 @@ def main():
         x = json.loads(line)
         if x['step'] not in steps or 'Confidence:' not in x['completion']: continue
         r = rows[x['id']]
-        shown = template.format(prompt=r['prompt'][-1]['content'],
-                                privileged_context=rewrite_confidence(r['privileged_context'], x['mu_hat'], 4))
-        text = tok.apply_chat_template(r['prompt'][:-1] + [{'role': 'user', 'content': shown}], add_generation_prompt=True,
-                                       tokenize=False) + x['completion'].rsplit('Confidence:', 1)[0] + 'Confidence: '
+        text = teacher_text(tok, r, template, x['mu_hat'], up_to_confidence(r, x['completion']))
         with torch.no_grad():
             lp = teacher(tok(text, return_tensors='pt', add_special_tokens=False).input_ids).logits[0, -1].log_softmax(-1)
         logp.append(lp[digits].numpy()); mus.append(x['mu_hat'])

@@ -19,6 +19,7 @@ from transformers import TrainerCallback
 from caopd.baselines import build_trainer
 from caopd.data import load_domain
 from caopd.trainer import script_rollouts
+from teacher_copying import student_text, up_to_confidence  # beside this script
 
 
 def main():
@@ -61,8 +62,7 @@ def main():
         shares = collections.defaultdict(list)
         with torch.no_grad():
             for r in probes:
-                text = (tok.apply_chat_template(r['prompt'], add_generation_prompt=True, tokenize=False)
-                        + r['privileged_context'].rsplit('Confidence:', 1)[0] + 'Confidence: ')
+                text = student_text(tok, r, up_to_confidence(r))
                 p = tr.model(tok(text, return_tensors='pt', add_special_tokens=False).input_ids).logits[0, -1].softmax(-1)
                 shares[level(r['id'])].append(p[one].item() / (p[zero].item() + p[one].item()))
         return ' '.join(f'L{k} {sum(v) / len(v):.2f}' for k, v in sorted(shares.items()))

@@ -35,18 +35,33 @@ def load(path, teacher_file=None):
     return model
 
 
+def up_to_confidence(row:dict, completion:str|None=None) -> str:
+    "`completion` (default: the row's gold demonstration) cut after its last `Confidence: `, where the value's first digit goes."
+    return (row['privileged_context'] if completion is None else completion).rsplit('Confidence:', 1)[0] + 'Confidence: '
+
+
+def student_text(tok, row:dict, completion:str) -> str:
+    "What the student reads: the prompt, then `completion`."
+    return tok.apply_chat_template(row['prompt'], add_generation_prompt=True, tokenize=False) + completion
+
+
+def teacher_text(tok, row:dict, template:str, value:float, completion:str) -> str:
+    "What the teacher reads: the prompt with the demonstration, its confidence rewritten to `value`, then `completion`."
+    shown = template.format(prompt=row['prompt'][-1]['content'],
+                            privileged_context=rewrite_confidence(row['privileged_context'], value, 4))
+    return tok.apply_chat_template(row['prompt'][:-1] + [{'role': 'user', 'content': shown}], add_generation_prompt=True,
+                                   tokenize=False) + completion
+
+
 def digit_probs(model, tok, rows, template):
     "Rows of (value written, p('0'), p('1') with the demonstration, p('0'), p('1') without it)."
     zero, one = (tok.encode(d, add_special_tokens=False)[0] for d in '01')
     out = []
     for r in rows:
-        completion = r['privileged_context'].rsplit('Confidence:', 1)[0] + 'Confidence: '  # the gold reasoning and answer
-        student = tok.apply_chat_template(r['prompt'], add_generation_prompt=True, tokenize=False) + completion
+        completion = up_to_confidence(r)  # the gold reasoning and answer
+        student = student_text(tok, r, completion)
         for v in VALUES:
-            shown = template.format(prompt=r['prompt'][-1]['content'],
-                                    privileged_context=rewrite_confidence(r['privileged_context'], v, 4))
-            teacher = tok.apply_chat_template(r['prompt'][:-1] + [{'role': 'user', 'content': shown}],
-                                              add_generation_prompt=True, tokenize=False) + completion
+            teacher = teacher_text(tok, r, template, v, completion)
             with torch.no_grad():
                 pt, ps = (model(tok(t, return_tensors='pt', add_special_tokens=False).input_ids).logits[0, -1].softmax(-1)
                           for t in (teacher, student))
