@@ -178,13 +178,12 @@ def evaluated(run, # a run folder of nbs/train.ipynb
               which:str='after', # 'after' (the trained model) or 'before' (its untrained start)
              ) -> tuple:
     "`(records, settings)` of a run folder's evaluation: its per-sample records and the settings that made them."
-    import json
     from caopd.evaluate import read_jsonl
-    from caopd.runs import RunFolder
+    from caopd.runs import RunFolder, _read_json
     if which not in ('before', 'after'): raise Refusal(f"which={which!r}: pass 'before' or 'after' (training)")
     folder = RunFolder(run).eval(which)
     for f in (folder/'records.jsonl', folder/'report.json'):
         if not f.is_file(): raise Refusal(
             f"{f} is missing: {run} holds no evaluation {which} training; train into it first "
             f"(papermill nbs/train.ipynb out.ipynb -p out {run})")
-    return read_jsonl(folder/'records.jsonl'), json.loads((folder/'report.json').read_text())['settings']
+    return read_jsonl(folder/'records.jsonl'), _read_json(folder/'report.json', f'the evaluation {which} training')['settings']
