@@ -6,7 +6,7 @@
 __all__ = ['SHRINKAGE_MIN_PROMPTS', 'EMA_TEACHER_FILE', 'CAOPD_PAPER', 'empirical_confidence', 'shrinkage_prior',
            'target_denominator', 'CaOPDMixin', 'EMATeacherCheckpoints', 'is_sharded', 'tied_names', 'full_state_dict',
            'save_ema_teacher', 'load_ema_teacher', 'CaOPDSDFTTrainer', 'CaOPDTeacherContextBuilder', 'CaOPDSDPOTrainer',
-           'script_rollouts', 'StepTimer']
+           'script_rollouts', 'wilson_halfwidth', 'needs_more_rollouts', 'spread_requests', 'StepTimer']
 
 # %% ../nbs/07_trainer.ipynb #c002
 import math, os, re, time, warnings
@@ -38,6 +38,7 @@ def empirical_confidence(
     prior: tuple[float, float] = (1.0, 1.0),  # (a, b) pseudo-successes and pseudo-failures of the 'beta' prior
     leave_one_out: bool = False,  # each row's estimate from the other K - 1 rollouts of its prompt (needs K >= 2)
     earlier: torch.Tensor | None = None,  # 'shrunken': success counts (of K) of earlier steps' prompts, in every prompt's fit
+    extra: tuple | None = None,  # (successes, rollouts), each (..., prompts): more scored rollouts of each prompt (adaptive)
 ) -> torch.Tensor:  # (..., N) float, mu_hat of each row's prompt (equal within a group unless leave_one_out)
     "mu_hat(x) = (1/K) sum_k R(x, a_k) for every group of K consecutive rows (leading axes: separate steps), or each row's leave-one-out estimate."
     success = torch.as_tensor(success).float()
@@ -50,16 +51,26 @@ def empirical_confidence(
         raise ValueError("leave_one_out needs K >= 2 rollouts per prompt (the others of a row's group), got K=1.")
     K = int(group_size)
     counts = success.unflatten(-1, (-1, K)).sum(-1)  # (..., prompts)
-    s = counts.repeat_interleave(K, dim=-1)
-    n = K
-    if leave_one_out: s, n = s - success, K - 1
+    total, n = counts, torch.full_like(counts, K)
+    if extra is not None:  # a prompt's estimate rests on its K rows and its scored-only rollouts, however many
+        more_s, more_n = (torch.as_tensor(t, dtype=counts.dtype, device=counts.device) for t in extra)
+        if more_s.shape != counts.shape or more_n.shape != counts.shape:
+            raise ValueError(f"extra must hold one count per prompt {tuple(counts.shape)}, got "
+                             f"{tuple(more_s.shape)} and {tuple(more_n.shape)}.")
+        total, n = counts + more_s, n + more_n
+        if estimator == "shrunken" and not (n == n.flatten()[0]).all():
+            raise ValueError("estimator='shrunken' fits its prior on equal rollout counts; with extra rollouts of "
+                             "unequal number per prompt (adaptive allocation) use 'frequency' or 'beta'.")
+    per_prompt_n = n
+    s, n = total.repeat_interleave(K, dim=-1), n.repeat_interleave(K, dim=-1)
+    if leave_one_out: s, n = s - success, n - 1
     if estimator == "frequency": return s / n
     if estimator == "beta":
         a, b = prior
         if not (a > 0 and b > 0): raise ValueError(f"the Beta prior needs a > 0 and b > 0, got {prior!r}.")
         return (s + a) / (n + a + b)
     if estimator == "shrunken":  # each prompt's prior from other prompts only: no outcome of its own inside
-        a, b = (t.repeat_interleave(K, dim=-1) for t in shrinkage_prior(counts, K, earlier))
+        a, b = (t.repeat_interleave(K, dim=-1) for t in shrinkage_prior(total, int(per_prompt_n.flatten()[0]), earlier))
         return (s + a) / (n + a + b)
     raise ValueError(f"estimator={estimator!r} is not one of {ESTIMATORS}.")
 
@@ -117,18 +128,29 @@ class CaOPDMixin:
         return self.num_generations if self.model.training else self.num_generations_eval
 
     def _confidence_passes(self) -> int:
-        "Generation passes whose rollouts estimate mu_hat (1: the distilled rollouts only)."
-        return 1
+        "Rounds of num_generations rollouts per prompt behind mu_hat: `num_confidence_rollouts / num_generations` in training (at most, when adaptive), else 1."
+        k = self.args.num_confidence_rollouts
+        return k // self.num_generations if k and self.model.training else 1
+
+    def _adaptive(self) -> bool:
+        "Whether this step draws the rollouts behind mu_hat adaptively (training only: evaluation scores its own)."
+        return self.args.confidence_allocation == "adaptive" and self.model.training
 
     def _leave_one_out(self) -> bool:
         "Whether targets are leave-one-out estimates: asked for, and at least 2 rollouts per prompt scored."
         return self.args.confidence_leave_one_out and self._group_size() * self._confidence_passes() >= 2
 
+    def _rollout_counts(self) -> tuple[int, ...]:
+        "How many rollouts a prompt's mu_hat can rest on this step (adaptive: num_generations, twice that, ... up to the budget)."
+        G, R = self._group_size(), self._confidence_passes()
+        return tuple(range(G, R * G + 1, G)) if self._adaptive() else (R * G,)
+
     def _confidence_k(self) -> int | None:
-        "Denominator that sets the decimals of the rewritten confidence (see `target_denominator`)."
+        "Denominator that sets the decimals of the rewritten confidence (see `target_denominator`): one for every count."
         a = self.args
-        return target_denominator(self._group_size() * self._confidence_passes(), a.confidence_estimator,
-                                  a.confidence_prior, a.confidence_decimals, self._leave_one_out())
+        ks = [target_denominator(n, a.confidence_estimator, a.confidence_prior, a.confidence_decimals,
+                                 self._leave_one_out()) for n in self._rollout_counts()]
+        return None if None in ks else math.lcm(*ks)
 
 # %% ../nbs/07_trainer.ipynb #c014
 EMA_TEACHER_FILE = "caopd_ema_teacher.safetensors"
@@ -278,11 +300,6 @@ class CaOPDSDFTTrainer(CaOPDMixin, EMATeacherCheckpoints, SDFTTrainer):
         self._check_caopd_args()
         self.reward_funcs = funcs
 
-    def _confidence_passes(self) -> int:
-        "Generation passes behind mu_hat: `num_confidence_rollouts / num_generations` in training, else 1."
-        k = self.args.num_confidence_rollouts
-        return k // self.num_generations if k and self.model.training else 1
-
 # %% ../nbs/07_trainer.ipynb #c018
 class CaOPDTeacherContextBuilder(SuccessfulRolloutTeacherContextBuilder):
     "SDPO's teacher contexts with target replacement: every completion and every teacher context carries mu_hat."
@@ -365,38 +382,47 @@ def _score_rollouts(self: CaOPDSDFTTrainer, inputs, prompts, ids_list) -> torch.
         total += torch.tensor([math.nan if r is None else float(r) for r in out]).nan_to_num(0.0)
     return total.to(self.accelerator.device)
 
+
+@patch
+def _confidence_rewards(self: CaOPDSDFTTrainer, inputs, prompts, ids_list, references=None) -> torch.Tensor:
+    "(B,) rewards of local rollouts as mu_hat counts them: the verifier's, or (TA-SC) agreement with each row's reference."
+    if self.args.confidence_target == "ta-sc": return self._score_agreement(inputs, prompts, ids_list, references)
+    return self._score_rollouts(inputs, prompts, ids_list)
+
 # %% ../nbs/07_trainer.ipynb #c029
 @patch
-def _empirical_confidence(self: CaOPDMixin, local_success: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    "mu_hat of the local rows and of all rows, and all outcomes, from (R, B) local outcomes of R generation passes."
-    local_success = local_success.float().reshape(-1, local_success.shape[-1])  # (R, B)
-    R, B = local_success.shape
-    G = self._group_size()
-    # (R, P*B) outcomes of every process, rows in global order; group the R passes of each prompt together
-    passes = torch.stack([self.accelerator.gather(s) for s in local_success])
-    per_prompt = passes.view(R, -1, G).transpose(0, 1).reshape(-1)  # prompt-major: (prompts * R * G,)
-    mu = empirical_confidence(per_prompt, R * G, self.args.confidence_estimator, self.args.confidence_prior,
-                              self._leave_one_out(), self._earlier_counts(per_prompt, R * G))
-    mu_all = mu.view(-1, R, G)[:, 0].reshape(-1)  # (P*B,) the target of each distilled row (pass 0), global order
+def _empirical_confidence(self: CaOPDMixin, local_success: torch.Tensor, extra: tuple | None = None) -> tuple:
+    """mu_hat of the local rows and of all rows, all rows' outcomes, and each prompt's (successes, rollouts), from the
+    local distilled rollouts' outcomes (B,) and `extra`: (successes, rollouts) of each prompt's scored-only rollouts."""
+    local_success = local_success.float().reshape(-1)
+    B, G, a = len(local_success), self._group_size(), self.args
+    outcomes = self.accelerator.gather(local_success)  # (P*B,) every process's rows, in global order
+    counts = outcomes.view(-1, G).sum(1)
+    drawn = (counts, torch.full_like(counts, G)) if extra is None else (counts + extra[0], G + extra[1])
+    earlier = self._earlier_counts(*drawn)
+    mu_all = empirical_confidence(outcomes, G, a.confidence_estimator, a.confidence_prior, self._leave_one_out(),
+                                  earlier, extra)
     start = self.accelerator.process_index * B
-    return mu_all[start:start + B], mu_all, passes[0]
+    return mu_all[start:start + B], mu_all, outcomes, drawn
 
 # %% ../nbs/07_trainer.ipynb #c030x
 @patch
-def _earlier_counts(self: CaOPDMixin, per_prompt: torch.Tensor, n: int) -> torch.Tensor | None:
+def _earlier_counts(self: CaOPDMixin, counts: torch.Tensor, rollouts: torch.Tensor) -> torch.Tensor | None:
     "The window of earlier steps' success counts for the 'shrunken' prior (None for other estimators); keeps this step's in training."
     if self.args.confidence_estimator != "shrunken": return None
+    n = int(rollouts.flatten()[0])  # every prompt rests on as many (adaptive allocation is refused with 'shrunken')
     keep, window = self.args.shrinkage_window, self.__dict__.get("_shrinkage_counts")
-    earlier = window[1] if window is not None and window[0] == n else per_prompt.new_zeros(0)
+    earlier = window[1] if window is not None and window[0] == n else counts.new_zeros(0)
     if self.model.training and keep:  # after use: a step's counts never enter its own prior twice
-        self._shrinkage_counts = (n, torch.cat([earlier, per_prompt.view(-1, n).sum(1)])[-keep:])
+        self._shrinkage_counts = (n, torch.cat([earlier, counts])[-keep:])
     return earlier
 
 # %% ../nbs/07_trainer.ipynb #c032
 @patch
 def _log_rollout_metrics(self: CaOPDMixin, mode: str, texts: list[str], mu_all: torch.Tensor, all_success: torch.Tensor,
-                         ids: list | None = None):
-    "Log mean mu_hat, rollout accuracy, and the rollouts' mean verbalized confidence and format adherence; keep the rollouts."
+                         ids: list | None = None, drawn: tuple | None = None):
+    """Log mean mu_hat, rollout accuracy, rollouts per prompt, and the rollouts' mean verbalized confidence and format
+    adherence; keep the rollouts. `drawn`: (successes, rollouts) behind each prompt's mu_hat (None: the rows alone)."""
     device, stated = mu_all.device, [parse_confidence(t) for t in texts]
     conf = torch.tensor([math.nan if v is None else v for v in stated], device=device)
     conf = self.accelerator.gather(conf)  # every process gets the same values, so the same keys are appended
@@ -405,14 +431,19 @@ def _log_rollout_metrics(self: CaOPDMixin, mode: str, texts: list[str], mu_all: 
     m["caopd/empirical_confidence"].append(mu_all.float().mean().item())
     m["caopd/rollout_accuracy"].append(all_success.float().mean().item())
     m["caopd/format_adherence"].append(parsed.float().mean().item())
+    G = self._group_size()
+    if drawn is None: drawn = (all_success.float().nan_to_num(0).view(-1, G).sum(1), torch.full((len(conf) // G,), G))
+    m["caopd/rollouts_per_prompt"].append(drawn[1].float().mean().item())
     if parsed.any(): m["caopd/verbalized_confidence"].append(conf[parsed].mean().item())
     if mode == "train":  # every distilled rollout, with its prompt, outcome, stated confidence and target
         targets = self.__dict__.setdefault("confidence_targets", [])
         step = self.state.global_step + 1  # the optimizer step these rollouts train
         local = list(zip(ids if ids is not None else [None] * len(texts), texts, stated, strict=True))
         every = gather_object(local) if self.accelerator.num_processes > 1 else local  # rows in global order
-        targets.extend(dict(step=step, id=i, completion=t, reward=r, confidence=c, mu_hat=v)
-                       for (i, t, c), r, v in zip(every, all_success.float().tolist(), mu_all.tolist(), strict=True))
+        per_row = [t.repeat_interleave(G).tolist() for t in drawn]  # the counts of each row's prompt
+        targets.extend(dict(step=step, id=i, completion=t, reward=r, confidence=c, mu_hat=v, successes=int(s), rollouts=int(n))
+                       for (i, t, c), r, v, s, n in zip(every, all_success.float().tolist(), mu_all.tolist(), *per_row,
+                                                         strict=True))
 
 # %% ../nbs/07_trainer.ipynb #c035
 def _stack(rows: list[list[int]], value: int, device) -> torch.Tensor:
@@ -482,27 +513,20 @@ def _prepare_training_batch(self: CaOPDSDFTTrainer, inputs):
     mu_local = None
     if self.reward_funcs:
         ids_list = self._get_completion_ids_list(batch)
-        score = self._score_rollouts
-        if self.args.confidence_target == "ta-sc":
-            refs = self._reference_answers(prompts, contexts)
-            score = lambda inputs, prompts, ids: self._score_agreement(inputs, prompts, ids, refs)
-        passes = [score(inputs, prompts, ids_list)]
-        if self._confidence_passes() > 1:  # more rollouts of the same prompts, scored only
-            prompt_ids = self._tokenize_prompts(prompts)
-            for _ in range(self._confidence_passes() - 1):
-                passes.append(score(inputs, prompts, self._generate(prompt_ids)[1]))
-        success = (torch.stack(passes) >= self.args.success_reward_threshold).float()
-        mu_local, mu_all, all_success = self._empirical_confidence(success)
+        refs = self._reference_answers(prompts, contexts) if self.args.confidence_target == "ta-sc" else None
+        success = (self._confidence_rewards(inputs, prompts, ids_list, refs) >= self.args.success_reward_threshold).float()
+        extra = self._draw_more_rollouts(inputs, prompts, success, refs) if self._confidence_passes() > 1 else None
+        mu_local, mu_all, all_success, drawn = self._empirical_confidence(success, extra)
         if self.args.confidence_target == "ta-sc":  # the outcomes were agreement; accuracy stays the verifier's
-            agreement = self.accelerator.gather(success.reshape(-1))  # every pass behind mu_hat
-            self._metrics[mode]["caopd/reference_agreement"].append(agreement.mean().item())
+            agreement = drawn[0].sum() / drawn[1].sum()  # every rollout behind mu_hat
+            self._metrics[mode]["caopd/reference_agreement"].append(agreement.item())
             if all(row.get("answer") is not None for row in inputs):
                 right = (self._score_rollouts(inputs, prompts, ids_list) >= self.args.success_reward_threshold).float()
             else:  # rows without a gold answer (what TA-SC is for): no accuracy
                 right = torch.full((len(inputs),), math.nan, device=self.accelerator.device)
             all_success = self.accelerator.gather(right)
         texts = self.processing_class.batch_decode(ids_list, skip_special_tokens=True)
-        self._log_rollout_metrics(mode, texts, mu_all, all_success, [row.get("id") for row in inputs])
+        self._log_rollout_metrics(mode, texts, mu_all, all_success, [row.get("id") for row in inputs], drawn)
     self._revise_completions(batch, mu_local)
     if self.args.calibrate:
         builder, k = self.teacher_context_builder, self._confidence_k()
@@ -516,6 +540,77 @@ def _prepare_training_batch(self: CaOPDSDFTTrainer, inputs):
         teacher_input_ids=batch["teacher_input_ids"], teacher_attention_mask=batch["teacher_attention_mask"])
     self._count_loss_tokens(batch)
     return batch
+
+# %% ../nbs/07_trainer.ipynb #ad02
+def wilson_halfwidth(
+    successes: torch.Tensor,  # s, per prompt
+    rollouts: torch.Tensor,  # n >= 1, per prompt
+    z: float = 1.959963984540054,  # the normal quantile of a 95% interval
+) -> torch.Tensor:
+    "Half-width of the Wilson score interval on mu from s successes in n rollouts."
+    s, n = torch.as_tensor(successes).double(), torch.as_tensor(rollouts).double()
+    p = s / n
+    return z * torch.sqrt(p * (1 - p) / n + z ** 2 / (4 * n ** 2)) / (1 + z ** 2 / n)
+
+
+def needs_more_rollouts(
+    successes: torch.Tensor,  # s, per prompt
+    rollouts: torch.Tensor,  # n drawn so far, per prompt
+    max_rollouts: int,  # the budget per prompt (`num_confidence_rollouts`)
+    max_halfwidth: float | None = None,  # also stop once the Wilson 95% half-width is at most this
+) -> torch.Tensor:  # bool, per prompt
+    "Prompts that get another round: their outcomes disagree (0 < s < n), they are under budget, and (with `max_halfwidth`) their interval is still wide."
+    s, n = torch.as_tensor(successes), torch.as_tensor(rollouts)
+    more = (s > 0) & (s < n) & (n < max_rollouts)
+    if max_halfwidth is not None: more &= wilson_halfwidth(s, n) > max_halfwidth
+    return more
+
+
+def spread_requests(
+    requests: list,  # one entry per rollout to draw (e.g. a prompt's index, repeated)
+    n_processes: int,  # processes that generate
+) -> list[list]:  # one equal share per process; the first len(requests) entries, in order, are the requests
+    "Equal shares of `requests` for every process, the last filled by repeating requests from the start."
+    share = -(-len(requests) // n_processes)
+    plan = [requests[i % len(requests)] for i in range(share * n_processes)] if requests else []
+    return [plan[p * share:(p + 1) * share] for p in range(n_processes)]
+
+# %% ../nbs/07_trainer.ipynb #ad04
+@patch
+def _generate_more(self: CaOPDMixin, prompt_ids: list[list[int]]) -> list[list[int]]:
+    "One completion per row of `prompt_ids` (as many rows on every process), on the transformers or the vLLM path."
+    if not self.use_vllm: return self._generate(prompt_ids)[1]  # TRL's transformers path: one per row already
+    # TRL's `_generate_vllm` asks num_generations per prompt (server mode keeps every num_generations-th row): ask for 1
+    if self.state.global_step != self._last_loaded_step:
+        self.vllm_generation.sync_weights()
+        self._last_loaded_step = self.state.global_step
+    return self.vllm_generation.generate(prompts=prompt_ids, images=None, num_generations=1)[1]
+
+
+@patch
+def _draw_more_rollouts(self: CaOPDMixin, inputs, prompts, first: torch.Tensor, references=None) -> tuple:
+    """(successes, rollouts) per prompt of the step (global order) of the scored-only rounds drawn after the distilled
+    rollouts, whose local outcomes are `first`: every prompt's (fixed) or those that disagree (adaptive); every
+    process takes part in every round."""
+    acc, G, args = self.accelerator, self.num_generations, self.args
+    budget = self._confidence_passes() * G
+    more = ((lambda s, n: needs_more_rollouts(s, n, budget, args.adaptive_max_halfwidth)) if self._adaptive() else
+            (lambda s, n: n < budget))
+    outcomes = acc.gather(first.float().reshape(-1))  # (P*B,) the distilled rows of every process, global order
+    s0 = outcomes.view(-1, G).sum(1)
+    more_s, more_n = torch.zeros_like(s0), torch.zeros_like(s0)
+    local = list(zip(inputs, prompts, references or [None] * len(prompts)))
+    heads = (gather_object(local) if acc.num_processes > 1 else local)[::G]  # each prompt's row, prompt and reference
+    while todo := more(s0 + more_s, G + more_n).nonzero().flatten().tolist():
+        requests = [g for g in todo for _ in range(G)]  # a round: num_generations more of each such prompt
+        rows, texts, refs = zip(*[heads[g] for g in spread_requests(requests, acc.num_processes)[acc.process_index]])
+        ids = self._generate_more(self._tokenize_prompts(list(texts)))
+        scores = self._confidence_rewards(list(rows), list(texts), ids, list(refs))
+        ok = acc.gather((scores >= args.success_reward_threshold).float())[:len(requests)]  # the repeats dropped
+        where = torch.tensor(requests, device=ok.device)
+        more_s.index_add_(0, where, ok)
+        more_n.index_add_(0, where, torch.ones_like(ok))
+    return more_s, more_n
 
 # %% ../nbs/07_trainer.ipynb #c052
 @patch
@@ -575,9 +670,11 @@ def build(self: CaOPDTeacherContextBuilder, output, prompts, rewards, feedbacks=
     "Teacher inputs for the local rows; revises `output` (the batch) in place. Same signature as SDPO's."
     t, args = self.trainer, self.trainer.args
     mode = "train" if t.model.training else "eval"
-    mu_local, mu_all, all_success = t._empirical_confidence((rewards >= args.success_reward_threshold)[None])
+    first = (rewards >= args.success_reward_threshold).float()  # SDPO's own criterion for a successful sibling
+    extra = t._draw_more_rollouts(t._rollout_rows, prompts, first) if t._confidence_passes() > 1 else None
+    mu_local, mu_all, all_success, drawn = t._empirical_confidence(first, extra)
     texts = t.processing_class.batch_decode(t._get_completion_ids_list(output), skip_special_tokens=True)
-    t._log_rollout_metrics(mode, texts, mu_all, all_success, getattr(t, "_rollout_ids", None))
+    t._log_rollout_metrics(mode, texts, mu_all, all_success, getattr(t, "_rollout_ids", None), drawn)
     if not args.calibrate:
         teacher = super(CaOPDTeacherContextBuilder, self).build(output, prompts, rewards, feedbacks)
         t._revise_completions(output, mu_local)  # only adds the masks and mu_hat
@@ -637,10 +734,23 @@ def build(self: CaOPDTeacherContextBuilder, output, prompts, rewards, feedbacks=
 @patch
 def _prepare_training_batch(self: CaOPDSDPOTrainer, inputs):
     "SDPO's step (rollouts, rewards, CaOPD's teacher contexts), plus the step's loss-token count."
-    self._rollout_ids = [row.get("id") for row in inputs]  # for the rollout records the teacher-context builder keeps
+    self._rollout_rows = inputs  # for the scored-only rollouts and the rollout records the teacher-context builder keeps
+    self._rollout_ids = [row.get("id") for row in inputs]
     batch = super(CaOPDSDPOTrainer, self)._prepare_training_batch(inputs)
     self._count_loss_tokens(batch)
     return batch
+
+
+@patch
+def _confidence_rewards(self: CaOPDSDPOTrainer, inputs, prompts, ids_list, references=None) -> torch.Tensor:
+    "(B,) rewards of local scored-only rollouts, as SDPO scores its own (`_calculate_rewards`, weighted and summed)."
+    texts = self.processing_class.batch_decode(ids_list, skip_special_tokens=True)
+    completions = ([[{"role": "assistant", "content": t}] for t in texts]
+                   if is_conversational({"prompt": prompts[0]}) else texts)
+    per_func = self._calculate_rewards(inputs, prompts, completions, ids_list)  # every process's rows
+    rewards = (per_func * self.reward_weights.to(per_func.device).unsqueeze(0)).nansum(dim=1)
+    start = self.accelerator.process_index * len(prompts)
+    return rewards[start:start + len(prompts)]
 
 # %% ../nbs/07_trainer.ipynb #c074
 class StepTimer(TrainerCallback):

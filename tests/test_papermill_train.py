@@ -66,7 +66,9 @@ def test_run_folder(grid_runs):
         assert key in steps[0], key
     targets = read_jsonl(out/'rollouts.jsonl')  # every distilled rollout, as the run saw it
     assert sorted({t['step'] for t in targets}) == [1, 2] and all(0 <= t['mu_hat'] <= 1 for t in targets)
-    assert all(set(t) == {'step', 'id', 'completion', 'reward', 'confidence', 'mu_hat'} for t in targets)
+    assert all(set(t) == {'step', 'id', 'completion', 'reward', 'confidence', 'mu_hat', 'successes', 'rollouts'}
+               for t in targets)
+    assert all(t['rollouts'] == 2 and 0 <= t['successes'] <= 2 for t in targets)  # what each target rests on (K = 2)
     assert all(isinstance(t['id'], str) and isinstance(t['completion'], str) for t in targets)
     assert (out/'checkpoint'/'config.json').is_file()
     for fig in ('training_curves', 'format_adherence', 'reliability', 'risk_coverage', 'confidence_distributions'):

@@ -47,12 +47,14 @@ def runs(tmp_path_factory):
 def expected_mu_hat(row_id, k, method):
     """Row k's target, the leave-one-out share of right rollouts among the other K - 1 of its prompt (the trainers'
     default). TA-SC's reference is the group's first scripted row (on rank 0 when the group is split): the gold answer
-    when any rollout is right (the same targets), else the one wrong letter every rollout gives (agreement 1)."""
+    when any rollout is right (the same targets), else the one wrong letter every rollout gives (agreement 1).
+    Adaptive: a prompt whose rollouts disagree gets K more, scripted as its first K, so its count doubles."""
     n = n_right(row_id)
+    if method in ('adaptive', 'sdpo_adaptive') and 0 < n < K: return (2 * n - (k < n)) / (2 * K - 1)
     return 1.0 if method == 'tasc' and n == 0 else (n - (k < n)) / (K - 1)
 
 
-@pytest.mark.parametrize('method', ['sdpo', 'sdft', 'tasc'])
+@pytest.mark.parametrize('method', ['sdpo', 'sdft', 'tasc', 'adaptive', 'sdpo_adaptive'])
 def test_same_mu_hat_on_one_and_two_processes(runs, method):
     (one, one_infos), (two, two_infos) = (_records(d, method) for d in runs)
     assert [i['world_size'] for i in one_infos] == [1]
@@ -69,7 +71,7 @@ def test_same_mu_hat_on_one_and_two_processes(runs, method):
     if method == 'tasc': assert {n_right(r['id']) for r in one.values()} >= {0, 1}  # both TA-SC cases are covered
     solo = [r for r in one.values() if n_right(r['id']) == 1]
     assert solo
-    if method == 'sdpo':
+    if method in ('sdpo', 'sdpo_adaptive'):
         for r in solo:
             k = r['index'] % K
             assert ('Correct solution' in r['teacher_prompt']) == (k != 0), r  # k=0 only has itself: fallback
@@ -77,3 +79,9 @@ def test_same_mu_hat_on_one_and_two_processes(runs, method):
     # the runs train the same: DDP averages the two halves' gradients into the one-process gradient
     loss = lambda infos: [h['loss'] for h in infos[0]['logs'] if 'loss' in h]
     assert loss(one_infos) == pytest.approx(loss(two_infos), rel=1e-4)
+    drawn = lambda infos: [h['caopd/rollouts_per_prompt'] for h in infos[0]['logs'] if 'loss' in h]
+    assert drawn(one_infos) == drawn(two_infos)
+    if method in ('adaptive', 'sdpo_adaptive'):  # 2K for a prompt whose rollouts disagree, K for one whose agree
+        steps = {s: next(r['id'] for (t, _), r in one.items() if t == s) for s in sorted({s for s, _ in one})}
+        assert drawn(one_infos) == [2 * K if 0 < n_right(i) < K else K for i in steps.values()]
+        assert len(set(drawn(one_infos))) == 2  # both cases are covered

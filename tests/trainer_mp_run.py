@@ -1,4 +1,4 @@
-"""Train CaOPD-SDPO, CaOPD-SDFT and CaOPD-SDFT with the TA-SC target for a few steps on scripted rollouts and write what each process saw to JSON.
+"""Train CaOPD-SDPO, CaOPD-SDFT, CaOPD-SDFT with the TA-SC target and with adaptive allocation for a few steps on scripted rollouts and write what each process saw to JSON.
 
 Run by tests/test_trainer_multiprocess.py, once with one process and once under `torchrun --nproc_per_node 2`:
     python tests/trainer_mp_run.py MODEL_DIR OUT_DIR --per-device 4
@@ -37,8 +37,11 @@ def main():
                   logging_steps=1, save_strategy='no', per_device_train_batch_size=a.per_device, num_generations=K,
                   max_completion_length=8, max_steps=a.steps, seed=0, learning_rate=1e-3, warmup_steps=0)
     tasc = lambda **kw: CaOPDSDFTConfig(confidence_target='ta-sc', **kw)  # the reference: the group's scripted row 0
+    # adaptive: a disagreeing prompt gets one more round of K, split over the processes (its scripts repeat the first's)
+    adaptive = lambda config: lambda **kw: config(confidence_allocation='adaptive', num_confidence_rollouts=2 * K, **kw)
     for name, cls, cfg in (('sdpo', RecordedSDPO, CaOPDSDPOConfig), ('sdft', RecordedSDFT, CaOPDSDFTConfig),
-                           ('tasc', RecordedSDFT, tasc)):
+                           ('tasc', RecordedSDFT, tasc), ('adaptive', RecordedSDFT, adaptive(CaOPDSDFTConfig)),
+                           ('sdpo_adaptive', RecordedSDPO, adaptive(CaOPDSDPOConfig))):
         trainer = cls(a.model_dir, mcq_reward, cfg(output_dir=str(out / name), **common), train_dataset=dataset,
                       processing_class=tok)
         script_by_row(trainer).train()
