@@ -691,7 +691,7 @@ def credential_fields(obj, # a dict (nested dicts, lists, JSON strings), list or
     return []
 
 def check_no_credentials(args:dict, # what a command was given, by name (nested dicts and JSON strings are searched)
-                         command:str, # the command or file, for the message: 'caopd.train', 'nbs/grids/x.yaml: run a'
+                         command:str|None, # the command or file, for the message: 'caopd.train', 'nbs/grids/x.yaml: run a' (None: no prefix)
                          env:str|None=None, # the environment variable a URL's credentials belong in (e.g. OPENAI_API_KEY)
                         ):
     "Refuse credentials given as arguments (they would be written and printed): name where each is and the environment variable to use, never its value."
@@ -702,6 +702,6 @@ def check_no_credentials(args:dict, # what a command was given, by name (nested 
                                   (f" and the key in the environment variable {env}" if env else ''))
         var = CREDENTIAL_ENVS.get(where.rsplit('.', 1)[-1].lower())
         return f"{where} holds a credential: set {f'the environment variable {var}' if var else 'it in the environment variable the library that needs it reads'} instead"
-    raise CredentialError(f"{command}: " + '; '.join(fix(*f) for f in found) + ". Arguments are written to run folders "
+    raise CredentialError((f"{command}: " if command else '') + '; '.join(fix(*f) for f in found) + ". Arguments are written to run folders "
                           "(settings, checkpoints, reports, notebooks) and printed; the environment is not, and child "
                           "processes inherit it.")

@@ -128,7 +128,7 @@ def api_base_url(base_url:str|None=None, # the endpoint given (None: $OPENAI_BAS
     "The endpoint requests go to. One with user info (`http://user:pw@host`) is refused: reports record it and errors name it."
     from caopd.data import check_no_credentials
     url = base_url or os.environ.get('OPENAI_BASE_URL') or DEFAULT_OPENAI_URL
-    check_no_credentials({'base_url' if base_url else 'OPENAI_BASE_URL': url}, 'caopd.evaluate', env='OPENAI_API_KEY')
+    check_no_credentials({'base_url' if base_url else 'OPENAI_BASE_URL': url}, None, env='OPENAI_API_KEY')
     return url
 
 def openai_client(base_url:str|None=None,  # the endpoint, e.g. 'http://localhost:8000/v1' (default: $OPENAI_BASE_URL, else OpenAI's)

@@ -185,7 +185,7 @@ class MemoryPlan:
         top = sorted(((v, k) for k, v in self.parts.items() if v >= 0.05), reverse=True)
         parts = ', '.join(f'{k} {v:.1f}' for v, k in top)
         return (f"{self.total:.1f} of {self.capacity:.1f} GiB per {self.settings['device']} "
-                f"({'fits' if self.fits else 'does NOT fit'}): {parts}")
+                f"({'fits' if self.fits else 'does NOT fit'})" + (f": {parts}" if parts else ''))
 
     def __repr__(self): return f'MemoryPlan({self.summary()})'
 

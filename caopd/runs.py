@@ -95,7 +95,7 @@ RUN_IDENTITY = (  # the settings (`caopd.train.resolve_settings`, then `select_p
     'format_warmup', 'format_warmup_steps', 'warmup_domains', 'warmup_prompts_sha256',  # the format warm-up
     'eval_limit', 'eval_samples', 'eval_max_new_tokens', 'eval_temperature', 'eval_top_p', 'elicit',
     'test_prompts_sha256',  # the evaluation protocol and its prompts
-    'caopd_version')  # the code
+    'caopd_version', 'caopd_commit')  # the code: its version and, from a git checkout, its commit
 OVERRIDES_NOT_IDENTITY = ('logging_steps', 'save_total_limit', 'disable_tqdm', 'dataloader_num_workers', 'logging_dir',
                           'log_completions', 'num_completions_to_print', 'hub_strategy', 'hub_private_repo', 'hub_token')
 REPLACED = '.replaced-'  # a folder set aside by `overwrite` is renamed <out>.replaced-<time>
@@ -103,8 +103,9 @@ _RUN_PARTS = ('settings', 'warmup', 'trainer', 'training', 'checkpoint', 'metric
 
 def run_identity(settings:dict, # `caopd.train.resolve_settings(...)`, after `select_prompts` (the prompts' digests)
                 ) -> dict:
-    "What defines the run of `settings`: its `RUN_IDENTITY` keys, TRL overrides that change training, caopd's version."
-    s = dict(settings, caopd_version=(settings.get('environment') or {}).get('caopd'))
+    "What defines the run of `settings`: its `RUN_IDENTITY` keys, TRL overrides that change training, caopd's version and commit."
+    env = settings.get('environment') or {}
+    s = dict(settings, caopd_version=env.get('caopd'), caopd_commit=env.get('git_commit'))
     if isinstance(s.get('trainer_overrides'), dict):
         s['trainer_overrides'] = {k: v for k, v in s['trainer_overrides'].items() if k not in OVERRIDES_NOT_IDENTITY}
     return json.loads(json.dumps({k: s[k] for k in RUN_IDENTITY if k in s}))  # as it reads back from run.json
@@ -154,7 +155,7 @@ def claim(self:RunFolder,
     else: diff = {}
     if diff and not overwrite:
         raise RunMismatchError(f"{self.path} holds another run ({diff_text(diff)}); training there would mix the two runs. Choose "
-                               f"another out (or none: a folder named after the run), or pass overwrite=True "
+                               f"another out (a default one is named after the model, domains, method and seed only), or pass overwrite=True "
                                f"(--overwrite true) to move the old run aside to {self.path.name}{REPLACED}<time> (kept whole)")
     moved = self.set_aside() if diff and main else None
     if main and not self.identity.is_file(): self._write(self.identity, identity)

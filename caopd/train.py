@@ -461,8 +461,13 @@ def _train(run:RunArguments) -> RunFolder:
     settings = resolve_settings(run)
     if run.dry_run: return dry_run(run, settings)
     import importlib.util
-    missing = [t.strip() for t in str(run.report_to).split(',') if t.strip() not in ('none', 'all', '')
-               and importlib.util.find_spec(t.strip()) is None]
+    from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
+    named = [t.strip() for t in str(run.report_to).split(',') if t.strip() not in ('none', 'all', '')]
+    unknown = [t for t in named if t not in INTEGRATION_TO_CALLBACK]
+    if unknown:
+        raise Refusal(f"report_to={run.report_to!r}: {', '.join(unknown)} is not a tracker transformers reports to "
+                      f"(one of {', '.join(sorted(INTEGRATION_TO_CALLBACK))}), or report_to='none'")
+    missing = [t for t in named if importlib.util.find_spec(t) is None]
     if missing:  # transformers would fail only once the trainer is built, after the warm-up, with the folder claimed
         raise Refusal(f"report_to={run.report_to!r}: {', '.join(missing)} is not installed: pip install {' '.join(missing)}, "
                       f"or report_to='none'")
@@ -704,6 +709,7 @@ def parse_args(argv:list[str]|None=None) -> RunArguments:
     run = RunArguments(**{k: v for k, v in vars(ns).items() if k != 'config'})  # RUN_RULES: refused here
     extra = {k: v for k, v in recipe.items() if k not in fields}
     from caopd.data import check_no_credentials  # a credential is refused as one before it is refused as unknown
+    if recipe: check_no_credentials(recipe, f'the recipe {ns.config}')  # where it is: the file, not the command line
     words = [w for w in rest for w in w.split('=', 1)]
     given = {w[2:]: (words[i + 1] if i + 1 < len(words) else '') for i, w in enumerate(words) if w.startswith('--')}
     check_no_credentials({**vars(ns), **extra, **given, 'trainer_overrides': run.trainer_overrides}, 'the command line')

@@ -187,6 +187,8 @@ def test_grids_splits_and_trackers_are_refused_before_any_work(tmp_path):
     _refused(_run('caopd-runs', grid('{preset: cpu}'), '--only', 'zzz'), "no run name matches only='zzz'")
     assert not (tmp_path/'runs').exists()
     _refused(_run('caopd-evaluate', '--domain', 'arithmetic', '--split', 'foo'), "unknown arithmetic split 'foo'")
+    _refused(_run('caopd-train', '--report_to', 'foo', '--out', tmp_path/'foo'), "foo is not a tracker transformers reports to")
+    assert not (tmp_path/'foo').exists()
     import importlib.util
     if importlib.util.find_spec('wandb') is None:
         _refused(_run('caopd-train', '--report_to', 'wandb', '--out', tmp_path/'wb'), "wandb is not installed: pip install wandb")

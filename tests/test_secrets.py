@@ -32,7 +32,7 @@ TRAIN_ARGS = {  # each way a credential can reach caopd-train, and what the refu
     'malformed JSON': (lambda tmp: ['--trainer_overrides', '{"hub_token": "' + S], 'not JSON'),
     'wandb key': (lambda tmp: ['--trainer_overrides', json.dumps({'report_to': 'wandb', 'wandb_api_key': S})], 'WANDB_API_KEY'),
     'URL with user info': (lambda tmp: ['--data_dir', f'https://me:{S}@example.org/data'], 'user info'),
-    'recipe': (_recipe, 'HF_TOKEN'),
+    'recipe': (_recipe, 'the recipe '),  # named as the recipe's, not the command line's
 }
 
 @pytest.mark.parametrize('kind', TRAIN_ARGS)
@@ -45,6 +45,7 @@ def test_train_refuses_credentials_given_as_arguments(kind, tmp_path, capsys):
     printed = capsys.readouterr()
     said = f'{e.value}\n{printed.out}\n{printed.err}'
     assert fix in said, said
+    if kind == 'recipe': assert 'recipe.yaml: hub_token holds a credential: set the environment variable HF_TOKEN' in said
     assert not _leaks(tmp_path/'run', said) and not out.exists()
 
 
@@ -68,6 +69,7 @@ def test_evaluate_refuses_credentials_in_the_endpoint(tmp_path, monkeypatch):
                          timeout=300, cwd=ROOT, env=dict(os.environ, OPENAI_API_KEY='k'))
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1  # a refusal: one line, no traceback
     assert 'base_url is a URL with user info' in res.stderr and 'OPENAI_API_KEY' in res.stderr, res.stderr[-2000:]
+    assert res.stderr.startswith('caopd-evaluate: error: base_url is'), res.stderr  # the command's name once
     assert not _leaks(out, res.stdout, res.stderr) and not out.exists()
     from caopd.evaluate import evaluate
     monkeypatch.setenv('OPENAI_BASE_URL', f'http://me:{S}@127.0.0.1:9/v1')

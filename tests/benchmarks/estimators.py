@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-MAIN_RUN = 'runs/train/smollm2-arithmetic-caopd-sdft'  # the README's main command's run folder
+MAIN_RUN = 'runs/train/smollm2-135m-instruct-arithmetic-caopd-sdft-seed0'  # the README's main command's run folder
 K_MAX = 16  # the most rollouts any estimator reads
 
 
