@@ -28,6 +28,13 @@ MAIN_RUN = 'runs/train/smollm2-135m-instruct-arithmetic-caopd-sdft-seed0'  # the
 K_MAX = 16  # the most rollouts any estimator reads
 
 
+def check_start(start:str):
+    "Leave with one line when `start` (a benchmark's --start) is not a model folder, saying how to make the warmed start."
+    if not (Path(start)/'config.json').is_file():
+        sys.exit(f"--start {start}: no model there; make the warmed start with the README's main command "
+                 f"(its run folder's warmup/checkpoint), or pass another model folder")
+
+
 def draw(start:str, prompts:int, draws:int, out:Path, seed:int) -> np.ndarray:
     "(prompts, draws) verifier outcomes of the start's rollouts, in sample order."
     from caopd.evaluate import evaluate
@@ -72,9 +79,7 @@ def main():
     ap.add_argument('--out', default='runs/bench/estimators', help='where the drawn rollouts are kept')
     ap.add_argument('--seed', type=int, default=0)
     a = ap.parse_args()
-    if not (Path(a.start)/'config.json').is_file():
-        sys.exit(f"--start {a.start}: no model there; make the warmed start with the README's main command "
-                 f"(its run folder's warmup/checkpoint), or pass another model folder")
+    check_start(a.start)
     if a.draws < K_MAX + 8: sys.exit(f"--draws {a.draws}: need at least {K_MAX + 8} ({K_MAX} for estimators, 8+ reference)")
     o = draw(a.start, a.prompts, a.draws, Path(a.out), a.seed)
     P, D = o.shape

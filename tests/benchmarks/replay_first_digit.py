@@ -3,6 +3,7 @@
 Run from the repository root on a run folder of the laptop domain (`rollouts.jsonl` and `warmup/checkpoint`):
 
     .ci/env python tests/benchmarks/replay_first_digit.py RUN_FOLDER [--steps 8] [--lr 3e-5] [--repeat STEP] [--part full]
+        [--alpha 1]
 
 The real `CaOPDSDFTTrainer` (stratified steps, the warmed start as teacher, Adam at `--lr`) starts from the run's
 warmed start and trains `--steps` steps whose rollouts are scripted (`caopd.trainer.script_rollouts`) to be the run's
@@ -29,6 +30,7 @@ def main():
     ap.add_argument('--lr', type=float, default=3e-5, help='learning rate (linear decay over --steps, as the run)')
     ap.add_argument('--repeat', type=int, default=None, help="train on this one step's batch every step")
     ap.add_argument('--part', choices=('full', 'calibration', 'capability'), default='full', help='what the loss keeps')
+    ap.add_argument('--alpha', type=float, default=1.0, help='distillation_alpha: 1 reverse KL (the paper), 0 forward KL')
     a = ap.parse_args()
     rs = [json.loads(l) for l in open(f'{a.run}/rollouts.jsonl')]
     batch_of = lambda step: a.repeat or step  # the run's step whose rollouts train step `step`
@@ -44,6 +46,7 @@ def main():
                        train_dataset=rows.select([pos[i] for _, i in order]), max_steps=a.steps, learning_rate=a.lr,
                        warmup_steps=0, num_generations=4, per_device_train_batch_size=16, gradient_accumulation_steps=1,
                        max_completion_length=64, teacher_model_kind='base', shuffle_dataset=False, report_to='none',
+                       distillation_alpha=a.alpha,
                        logging_steps=1, save_strategy='no', use_cpu=True, bf16=False, gradient_checkpointing=False,
                        disable_tqdm=True)
     script_rollouts(tr, lambda rows_, s: [by[(tr.state.global_step + 1, r['id'])][(s + i) % 4] for i, r in enumerate(rows_)])
@@ -72,7 +75,7 @@ def main():
             print(f"step {state.global_step} (the run's step {batch_of(state.global_step)}, mean target "
                   f"{sum(mus) / len(mus):.2f}): p('1') share {probe()}", flush=True)
     tr.add_callback(Probe())
-    print(f"{a.part} loss, lr {a.lr}; start: p('1') share {probe()}", flush=True)
+    print(f"{a.part} loss, alpha {a.alpha}, lr {a.lr}; start: p('1') share {probe()}", flush=True)
     tr.train()
 
 
