@@ -20,7 +20,7 @@ from .data import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_T
 
 # %% ../nbs/07_config.ipynb #c005
 ESTIMATORS = ("frequency", "beta", "shrunken")  # how mu_hat is estimated from a prompt's K outcomes (`caopd.trainer.empirical_confidence`)
-ALLOCATIONS = ("fixed", "adaptive")  # how the rollouts behind mu_hat are drawn (`CaOPDSDFTConfig.confidence_allocation`)
+ALLOCATIONS = ("fixed", "adaptive")  # how the rollouts behind mu_hat are drawn (`CaOPDConfig.confidence_allocation`)
 CONFIDENCE_TARGETS = ("verifier", "ta-sc")  # what R(x, a_k) in mu_hat is: the gold-answer verifier or TA-SC agreement
 TRAINING_REDUCTIONS = ("sequence_mean", "token_mean", "fixed_token_mean")  # how a trainer averages its loss
 # (the last: `caopd.loss`'s token_mean with a constant normaliser, rows x max_completion_length; nbs/07_trainer.ipynb)
@@ -81,7 +81,8 @@ class CaOPDConfig:
         "of CaOPDSDPOConfig).")})
     num_confidence_rollouts: int | None = field(default=None, metadata={"help": (
         "K rollouts per prompt behind mu_hat. None: the num_generations rollouts that are distilled. A multiple of "
-        "num_generations: also sample (K / num_generations - 1) extra rounds of num_generations rollouts per prompt, scored only (SDPO: a sample's siblings stay the distilled rollouts).")})
+        "num_generations: also sample (K / num_generations - 1) extra rounds of num_generations rollouts per prompt, "
+        "scored only (SDPO: a sample's siblings stay the distilled rollouts).")})
     confidence_allocation: str = field(default="fixed", metadata={"help": (
         "How the num_confidence_rollouts behind mu_hat are drawn: 'fixed' (every prompt gets them all: the paper) or "
         "'adaptive' (ours; the early stopping the paper names as future work, Appendix 'Efficient rollout "
@@ -127,7 +128,7 @@ class CaOPDConfig:
         k = self.num_confidence_rollouts
         if k is not None and (k < self.num_generations or k % self.num_generations):
             raise Refusal(f"num_confidence_rollouts={k} must be a multiple of num_generations="
-                          f"{self.num_generations} (each extra pass samples num_generations rollouts per prompt).")
+                          f"{self.num_generations} (each extra round samples num_generations rollouts per prompt).")
         if self.confidence_allocation == "adaptive":
             if (k or 0) <= self.num_generations:
                 raise Refusal(f"confidence_allocation='adaptive' draws up to num_confidence_rollouts per prompt, got "
