@@ -420,9 +420,9 @@ def _earlier_counts(self: CaOPDMixin, counts: torch.Tensor, rollouts: torch.Tens
 # %% ../nbs/07_trainer.ipynb #c032
 @patch
 def _log_rollout_metrics(self: CaOPDMixin, mode: str, texts: list[str], mu_all: torch.Tensor, all_success: torch.Tensor,
-                         ids: list | None = None, drawn: tuple | None = None):
+                         ids: list | None, drawn: tuple):
     """Log mean mu_hat, rollout accuracy, rollouts per prompt, and the rollouts' mean verbalized confidence and format
-    adherence; keep the rollouts. `drawn`: (successes, rollouts) behind each prompt's mu_hat (None: the rows alone)."""
+    adherence; keep the rollouts. `drawn`: (successes, rollouts) behind each prompt's mu_hat (`_empirical_confidence`)."""
     device, stated = mu_all.device, [parse_confidence(t) for t in texts]
     conf = torch.tensor([math.nan if v is None else v for v in stated], device=device)
     conf = self.accelerator.gather(conf)  # every process gets the same values, so the same keys are appended
@@ -432,7 +432,6 @@ def _log_rollout_metrics(self: CaOPDMixin, mode: str, texts: list[str], mu_all: 
     m["caopd/rollout_accuracy"].append(all_success.float().mean().item())
     m["caopd/format_adherence"].append(parsed.float().mean().item())
     G = self._group_size()
-    if drawn is None: drawn = (all_success.float().nan_to_num(0).view(-1, G).sum(1), torch.full((len(conf) // G,), G))
     m["caopd/rollouts_per_prompt"].append(drawn[1].float().mean().item())
     if parsed.any(): m["caopd/verbalized_confidence"].append(conf[parsed].mean().item())
     if mode == "train":  # every distilled rollout, with its prompt, outcome, stated confidence and target
@@ -599,9 +598,11 @@ def _draw_more_rollouts(self: CaOPDMixin, inputs, prompts, first: torch.Tensor, 
     outcomes = acc.gather(first.float().reshape(-1))  # (P*B,) the distilled rows of every process, global order
     s0 = outcomes.view(-1, G).sum(1)
     more_s, more_n = torch.zeros_like(s0), torch.zeros_like(s0)
-    local = list(zip(inputs, prompts, references or [None] * len(prompts)))
-    heads = (gather_object(local) if acc.num_processes > 1 else local)[::G]  # each prompt's row, prompt and reference
+    heads = None  # each prompt's row, prompt and reference: gathered once a round is needed (every process sees the same)
     while todo := more(s0 + more_s, G + more_n).nonzero().flatten().tolist():
+        if heads is None:
+            local = list(zip(inputs, prompts, references or [None] * len(prompts)))
+            heads = (gather_object(local) if acc.num_processes > 1 else local)[::G]
         requests = [g for g in todo for _ in range(G)]  # a round: num_generations more of each such prompt
         rows, texts, refs = zip(*[heads[g] for g in spread_requests(requests, acc.num_processes)[acc.process_index]])
         ids = self._generate_more(self._tokenize_prompts(list(texts)))
