@@ -41,6 +41,7 @@ CAOPD_RULES = {  # field: (rule, why), checked first by CaOPDConfig.__post_init_
     "distillation_mode": (one_of("topk_logits", "full_logits", "sampled_token"), "Table 8: topk_logits"),
     "distillation_topk": (integer(1), "Table 8: 100"),
     "distillation_alpha": (real(0, 1), "1: reverse KL (Table 8), 0: forward KL, in between: the generalised JSD"),
+    "calibration_weight": (real(0), "1: the paper's sum of the two parts; w > 1 weighs each confidence token w times"),
     "distillation_is_clip": (real(0, lo_open=True), "Table 8: 2; None: no clip"),
     "teacher_model_kind": (one_of("ema", "base", "live"), "Table 8: ema"),
     "teacher_update_rate": (real(0, 1, lo_open=True), "the EMA rate alpha, Table 8: 0.05; 1 copies the student"),
@@ -79,6 +80,9 @@ class CaOPDConfig:
         "'fixed_token_mean': the step's summed loss divided by a constant, rows x max_completion_length (Dr. GRPO's "
         "normaliser, verl's 'seq-mean-token-sum-norm'), so that a token weighs the same in every step (the default "
         "of CaOPDSDPOConfig).")})
+    calibration_weight: float = field(default=1.0, metadata={"help": (
+        "Weight w of the calibration part of the loss: capability + w * calibration (ours; the paper adds the two "
+        "sums, w = 1). Every reduction keeps its normaliser, so a confidence token weighs w times a reasoning one.")})
     num_confidence_rollouts: int | None = field(default=None, metadata={"help": (
         "K rollouts per prompt behind mu_hat. None: the num_generations rollouts that are distilled. A multiple of "
         "num_generations: also sample (K / num_generations - 1) extra rounds of num_generations rollouts per prompt, "

@@ -117,7 +117,7 @@ def aggregate_loss(
 
 # %% ../nbs/06_loss.ipynb #c016
 class CaOPDLoss(NamedTuple):
-    "The CaOPD loss and its two parts; `loss` equals `capability_loss + calibration_loss`."
+    "The CaOPD loss and its two parts; `loss` equals `capability_loss + calibration_weight * calibration_loss`."
     loss: torch.Tensor  # total, what the optimiser minimises
     capability_loss: torch.Tensor  # the part summed over I_a
     calibration_loss: torch.Tensor  # the part summed over I_c
@@ -140,6 +140,7 @@ def caopd_loss(
     unsampled_mask: torch.Tensor | None = None,  # (B, T) positions not drawn by the rollout policy; default: I_c
     reduction: str = "sequence_mean",  # 'sequence_mean' (TRL), 'token_mean' (verl), 'sum' (paper) or 'none'
     num_tokens: float | torch.Tensor | None = None,  # 'token_mean' normaliser; default: the loss positions here
+    calibration_weight: float = 1.0,  # w on the calibration part (ours; the paper's Eq. adds the two sums: w = 1)
 ) -> CaOPDLoss:
     "CaOPD objective (Eq. caopd_loss): the backbone per-token divergence on y~, split into capability and calibration."
     B, T = student_logits.shape[:2]
@@ -152,11 +153,14 @@ def caopd_loss(
     if overlap:
         raise ValueError(f"reasoning_mask and confidence_mask overlap at {overlap} positions; I_a and I_c must be "
                          "disjoint (a position is either reasoning or confidence).")
+    if not calibration_weight >= 0:
+        raise ValueError(f"calibration_weight={calibration_weight} must be >= 0 (1: the paper's sum of the two parts).")
     per_token = per_token_divergence(student_logits, teacher_logits, completion_ids, alpha=alpha, mode=mode,
                                      topk=topk, add_tail=add_tail)
     per_token = clip_importance_weights(per_token, student_logits, completion_ids, old_logps, unsampled_mask, is_clip)
     m_a, m_c = reasoning_mask.to(per_token.dtype), confidence_mask.to(per_token.dtype)
     loss_mask = m_a + m_c
     part = lambda m: aggregate_loss(per_token, m, loss_mask, reduction, num_tokens)
-    return CaOPDLoss(loss=part(loss_mask), capability_loss=part(m_a), calibration_loss=part(m_c),
-                     per_token=per_token * loss_mask)
+    capability, calibration = part(m_a), part(m_c)
+    loss = part(loss_mask) if calibration_weight == 1 else capability + calibration_weight * calibration
+    return CaOPDLoss(loss=loss, capability_loss=capability, calibration_loss=calibration, per_token=per_token * loss_mask)

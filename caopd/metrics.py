@@ -254,6 +254,7 @@ def calibration_report(confidence:Sequence, # confidences in [0, 1]; None or NaN
                        n_boot:int|None=None, # bootstrap resamples; None: 1000 when `groups` is given, else 0 (no intervals)
                        level:float=0.95, # coverage of the percentile intervals
                        seed:int=0, # seed of the bootstrap
+                       clusters:Sequence|None=None, # the run (seed) of each response: intervals over runs and prompts
                       ) -> dict:
     "Every metric of the paper's tables, over all responses and over those that stated a confidence, with intervals."
     c, y, parsed = _prepare(confidence, correct, missing)
@@ -261,8 +262,8 @@ def calibration_report(confidence:Sequence, # confidences in [0, 1]; None or NaN
     rep = dict(_point_metrics(c, y, n_bins), format_adherence=float(parsed.mean()) if n else math.nan, n=n)
     rep.update({f'{k}_stated': v for k, v in _point_metrics(c[parsed], y[parsed], n_bins).items()})
     rep['n_stated'] = int(parsed.sum())
-    if n_boot is None: n_boot = 0 if groups is None else 1000
-    if n_boot or groups is not None: rep.update(_intervals(c, y, parsed, groups, n_boot, level, seed, n_bins))
+    if n_boot is None: n_boot = 0 if groups is None and clusters is None else 1000
+    if n_boot or groups is not None: rep.update(_intervals(c, y, parsed, groups, n_boot, level, seed, n_bins, None, clusters))
     else: rep.update(dict.fromkeys(INTERVAL_KEYS, math.nan))
     return {k: rep[k] for k in REPORT_KEYS}
 
@@ -309,6 +310,7 @@ def _weighted_metrics(w:np.ndarray, # (B, n) weights: how often each response is
 def bootstrap_weights(g:np.ndarray, # (n,) group of each response, 0..G-1 (`_group_index`)
                       n_boot:int, # number of resamples
                       seed:int=0, # seed of numpy's default generator
+                      clusters:np.ndarray|None=None, # (G,) cluster (e.g. seed) of each group, 0..C-1; None: one level
                      ):
     "Resamples of the groups with replacement, in chunks: arrays (b, n) of how often each response is drawn."
     n, G = len(g), int(g.max()) + 1 if len(g) else 0
@@ -317,8 +319,17 @@ def bootstrap_weights(g:np.ndarray, # (n,) group of each response, 0..G-1 (`_gro
     rows = max(1, min(n_boot, 2_000_000 // max(n, G)))  # resamples per chunk, to bound the memory
     for start in range(0, n_boot, rows):
         b = min(rows, n_boot - start)
-        drawn = rng.integers(0, G, size=(b, G))  # the prompts of each resample
-        counts = np.bincount((drawn + G * np.arange(b)[:, None]).ravel(), minlength=b * G).reshape(b, G)
+        if clusters is None:
+            drawn = rng.integers(0, G, size=(b, G))  # the prompts of each resample
+            counts = np.bincount((drawn + G * np.arange(b)[:, None]).ravel(), minlength=b * G).reshape(b, G)
+        else:  # C clusters with replacement, then each drawn cluster's n_c groups with replacement, drawn anew each time
+            C = int(clusters.max()) + 1
+            times = rng.multinomial(C, np.full(C, 1 / C), size=b)  # (b, C): how often each cluster is drawn
+            counts = np.zeros((b, G), np.int64)
+            for k in range(C):
+                members = np.flatnonzero(clusters == k)
+                # m draws of the cluster, each of n_c groups with replacement: n_c * m uniform draws over its groups
+                counts[:, members] = rng.multinomial(times[:, k] * len(members), np.full(len(members), 1 / len(members)))
         yield counts[:, g].astype(np.float64)  # every response comes along with its prompt
 
 def _bootstrap_replicates(c:np.ndarray, # (n,) confidences, missing ones filled
@@ -328,19 +339,32 @@ def _bootstrap_replicates(c:np.ndarray, # (n,) confidences, missing ones filled
                           n_boot:int, # number of resamples
                           seed:int=0, # seed of numpy's default generator
                           n_bins:int=10, # number of equal-width bins for ECE
+                          clusters:np.ndarray|None=None, # (G,) cluster of each group, or None
                          ) -> dict:
     "Every metric of `INTERVAL_METRICS` on `n_boot` resamples of the groups (drawn with replacement): arrays of shape (n_boot,)."
     if len(g) == 0 or n_boot == 0: return {k: np.full(n_boot, math.nan) for k in INTERVAL_METRICS}
     pf, c_stated = parsed.astype(np.float64), np.where(parsed, c, 0.0)
     parts = []
-    for w in bootstrap_weights(g, n_boot, seed):
+    for w in bootstrap_weights(g, n_boot, seed, clusters):
         part = _weighted_metrics(w, c, y, n_bins)
         part['format_adherence'] = w @ pf / w.sum(1)
         part.update({f'{k}_stated': v for k, v in _weighted_metrics(w * pf, c_stated, y, n_bins).items()})
         parts.append(part)
     return {k: np.concatenate([p[k] for p in parts]) for k in INTERVAL_METRICS}
 
-def _intervals(c, y, parsed, groups, n_boot:int, level:float, seed:int, n_bins:int, min_finite:float|None=None) -> dict:
+def _cluster_index(groups, clusters, n:int) -> tuple:
+    "Groups made unique within clusters, as 0..G-1 per response, and the cluster of each group (0..C-1), or None."
+    if clusters is None: return _group_index(groups, n), None
+    if isinstance(clusters, (str, bytes)) or len(clusters) != n:
+        raise ValueError(f"clusters must hold one value per response ({n}), e.g. the seed of the run it comes from")
+    cl = _group_index(clusters, n)
+    g = _group_index(list(zip(cl.tolist(), _group_index(groups, n).tolist())), n)  # prompt p of run s: its own group
+    of_group = np.zeros(int(g.max()) + 1 if n else 0, np.int64)
+    of_group[g] = cl
+    return g, of_group
+
+def _intervals(c, y, parsed, groups, n_boot:int, level:float, seed:int, n_bins:int, min_finite:float|None=None,
+               clusters=None) -> dict:
     "Checked arguments, resamples, percentiles: `{m}_lo`, `{m}_hi` for every metric of `INTERVAL_METRICS`."
     if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
         raise ValueError(f"n_boot must be a non-negative integer, got {n_boot!r}")
@@ -349,7 +373,8 @@ def _intervals(c, y, parsed, groups, n_boot:int, level:float, seed:int, n_bins:i
     min_finite = level if min_finite is None else min_finite
     if not (isinstance(min_finite, (float, int, np.number)) and 0 <= min_finite <= 1):
         raise ValueError(f"min_finite must be a number in [0, 1], got {min_finite!r}")
-    reps = _bootstrap_replicates(c, y, parsed, _group_index(groups, len(c)), int(n_boot), seed, n_bins)
+    g, of_group = _cluster_index(groups, clusters, len(c))
+    reps = _bootstrap_replicates(c, y, parsed, g, int(n_boot), seed, n_bins, of_group)
     q, out = 100 * np.array([(1 - level) / 2, (1 + level) / 2]), {}
     for k in INTERVAL_METRICS:
         v = reps[k]
@@ -367,10 +392,11 @@ def bootstrap_intervals(confidence:Sequence, # confidences in [0, 1]; None or Na
                         n_bins:int=10, # number of equal-width bins for ECE
                         missing:float|str='worst', # 'worst' (1 - correct) or the number that stands for a missing confidence
                         min_finite:float|None=None, # least fraction of finite resamples for an interval (None: `level`)
+                        clusters:Sequence|None=None, # the run (seed) of each response: resample runs, then prompts in each
                        ) -> dict:
     "Percentile bootstrap intervals over prompts for every metric of the report: `{m}_lo`, `{m}_hi` (`INTERVAL_KEYS`)."
     c, y, parsed = _prepare(confidence, correct, missing)
-    return _intervals(c, y, parsed, groups, n_boot, level, seed, _check_bins(n_bins), min_finite)
+    return _intervals(c, y, parsed, groups, n_boot, level, seed, _check_bins(n_bins), min_finite, clusters)
 
 # %% ../nbs/03_metrics.ipynb #c34118a4
 def interval_text(lo, # lower end of an interval (None or NaN when missing)

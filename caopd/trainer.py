@@ -655,7 +655,7 @@ def _compute_self_distillation_loss(self: CaOPDMixin, model, inputs, distillatio
                      add_tail=args.distillation_add_tail, old_logps=inputs.get("old_per_token_logps"),
                      is_clip=args.distillation_is_clip, unsampled_mask=1 - inputs["sampled_mask"],
                      reduction="token_mean" if args.distillation_reduction == "fixed_token_mean" else args.distillation_reduction,
-                     num_tokens=None if n is None else n[0])
+                     num_tokens=None if n is None else n[0], calibration_weight=args.calibration_weight)
     merged = (m_a + m_c).to(out.per_token.dtype)
     token_mean = out.per_token.sum() / merged.sum().clamp(min=1.0)  # what TRL logs as distillation_loss
     stats = self.accelerator.gather(
