@@ -206,9 +206,11 @@ def _runs(runs_dir) -> pd.DataFrame:
 
 def our_runs(runs_dir:str|Path|Sequence='runs', # folder(s) searched for run folders: a list or comma-separated names
              before:bool=True, # add each run's evaluation before training as a 'base' row
+             domains:Sequence=PAPER_DOMAINS, # the test domains kept: the paper's (the laptop domain's runs: caopd.seeds)
             ) -> pd.DataFrame:
-    "This machine's finished runs in the long format (`tidy_runs` of `caopd.runs.runs_table`)."
-    return tidy_runs(_runs(runs_dir), before)
+    "This machine's finished runs tested on `domains`, in the long format (`tidy_runs` of `caopd.runs.runs_table`)."
+    ours = tidy_runs(_runs(runs_dir), before)
+    return ours[ours['domain'].isin(domains)].reset_index(drop=True)
 
 
 def run_logs(runs_dir:str|Path|Sequence='runs', # folder(s) searched for run folders
