@@ -170,6 +170,8 @@ def laptop_checks(seeds:pd.DataFrame, # `seeds_table(...)`
     rows = [dict(check=f'{backbone}: mean confidence on the hardest level (L{after.level.max()}) >= 0.9',
                  measured=f"{hard.loc[backbone, 'mean_confidence']:.2f}",
                  holds=bool(hard.loc[backbone, 'mean_confidence'] >= 0.9))]
+    rows.append(dict(check=f'AUROC: {method} above chance, 0.5 (its lower end above)', measured=ci(method, 'auroc'),
+                     holds=bool(p.loc[method, 'auroc_lo'] > 0.5)))
     for m in ('auroc', 'spr'):
         for other in ('start', backbone):
             rows.append(dict(check=f'{m.upper()}: {method} above {other} (its lower end above the other upper end)',
