@@ -35,16 +35,20 @@ def seed_runs(runs_dir:str|Path, # folder searched recursively for finished run 
     "Finished runs tested on `domain`, grouped by `run_label`: {label: [run folder of each seed, in seed order]}."
     t = runs_table(runs_dir)
     groups: dict[str, dict[int, Path]] = {}
+    order = list(METHOD_NAMES)
+    rank = {}  # each backbone, then CaOPD on it, then their variants: SDFT, CaOPD (SDFT), ..., SDPO, CaOPD (SDPO)
     for path in t['path'] if len(t) else []:
         s = RunFolder(path).read_settings()
         if (s.get('eval_domain') or s.get('domain')) != domain: continue
-        label, seed = run_label(s), int(s.get('seed', 0))
+        label, seed, m = run_label(s), int(s.get('seed', 0)), str(s.get('method'))
+        base = m.removeprefix('caopd-')
+        rank[label] = (order.index(base) if base in order else len(order), m.startswith('caopd-'), label)
         seen = groups.setdefault(label, {})
         if seed in seen:
             raise ValueError(f"{seen[seed]} and {path} are both {label} with seed {seed}: keep one of them (or move the "
                              "other out of the runs folder) so that each seed counts once")
         seen[seed] = Path(path)
-    return {k: [v[s] for s in sorted(v)] for k, v in groups.items()}
+    return {k: [groups[k][s] for s in sorted(groups[k])] for k in sorted(groups, key=rank.get)}
 
 # %% ../nbs/11b_seeds.ipynb #s008a
 def backbone_pairs(groups:Mapping[str, Sequence], # `seed_runs(...)`
