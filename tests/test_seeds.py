@@ -1,0 +1,32 @@
+"nbs/seeds.ipynb as papermill runs it: on the committed laptop-domain runs (whose tables it must redraw exactly), and refusing a folder without any."
+import pandas as pd
+import pytest
+
+from conftest import ROOT
+
+NB = ROOT/'nbs'/'seeds.ipynb'
+COMMITTED = ROOT/'figures'/'arithmetic'
+
+
+def _run(tmp_path, **parameters):
+    import papermill as pm
+    pm.execute_notebook(str(NB), str(tmp_path/'seeds.ipynb'), kernel_name='python3', cwd=str(ROOT), progress_bar=False,
+                        parameters=dict(out_dir=str(tmp_path/'out'), png=False, **parameters))
+    return tmp_path/'out'
+
+
+def test_the_committed_tables_come_from_the_committed_runs(tmp_path):
+    "Every committed table is what the notebook computes from figures/runs/cpu now: nothing typed in, nothing stale."
+    out = _run(tmp_path)
+    for name in ('seeds', 'levels', 'checks'):
+        pd.testing.assert_frame_equal(pd.read_csv(out/f'{name}.csv'), pd.read_csv(COMMITTED/f'{name}.csv'), obj=name)
+    seeds = pd.read_csv(out/'seeds.csv', dtype={'seed': str})
+    pooled = seeds[seeds.seed == 'all'].set_index('method')['n']
+    assert (pooled == seeds[seeds.seed != 'all'].groupby('method')['n'].sum()[pooled.index]).all()
+    assert (seeds.groupby('method').size() >= 4).all()  # at least three seeds and the pooled row
+    assert (out/'levels.html').is_file()
+
+
+def test_a_folder_without_runs_is_refused(tmp_path):
+    with pytest.raises(Exception, match='no finished run tested on'):
+        _run(tmp_path, runs_dir=str(tmp_path))
