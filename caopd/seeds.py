@@ -14,9 +14,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .evaluate import read_jsonl
+from .evaluate import read_jsonl, records_report
 from .figures import METHOD_NAMES, method_color
-from .metrics import calibration_report
 from .runs import RunFolder, runs_table
 
 # %% ../nbs/11b_seeds.ipynb #s005
@@ -77,22 +76,21 @@ def pooled_report(records:Sequence[Mapping], # records of several runs, each wit
                   n_boot:int=1000, # bootstrap resamples
                  ) -> dict:
     "A calibration report over every record, its intervals resampling seeds, then questions within each seed."
-    return calibration_report([r['confidence'] for r in records], [r['correct'] for r in records],
-                              groups=[r['id'] for r in records], clusters=[r['seed'] for r in records], n_boot=n_boot)
+    return records_report(records, clusters=[r['seed'] for r in records], n_boot=n_boot)
 
 
 def _starts(groups:Mapping[str, Sequence]) -> list[Path]:
     "The start's folder of each seed (the first group's that has the seed), after checking that every group of a seed started alike."
-    starts: dict[int, Path] = {}
-    key = lambda recs: [(r['id'], r.get('sample', 0), r['correct'], r['confidence']) for r in recs]
+    starts: dict[int, tuple[Path, list]] = {}  # seed -> (its first folder, what its evaluation before training said)
     for label, folders in groups.items():
         for f in folders:
-            seed = int(RunFolder(f).read_settings().get('seed', 0))
-            if seed not in starts: starts[seed] = Path(f); continue
-            if key(seed_records(starts[seed], 'before')) != key(seed_records(f, 'before')):
-                raise ValueError(f"{f} did not start where {starts[seed]} did (their evaluations before training differ): "
+            recs = seed_records(f, 'before')
+            said = [(r['id'], r.get('sample', 0), r['correct'], r['confidence']) for r in recs]
+            first, first_said = starts.setdefault(recs[0]['seed'] if recs else 0, (Path(f), said))
+            if said != first_said:
+                raise ValueError(f"{f} did not start where {first} did (their evaluations before training differ): "
                                  "the runs of one seed must share the warmed start; re-make one of them")
-    return [starts[s] for s in sorted(starts)]
+    return [starts[s][0] for s in sorted(starts)]
 
 
 def seeds_table(groups:Mapping[str, Sequence], # `seed_runs(...)`
@@ -105,9 +103,7 @@ def seeds_table(groups:Mapping[str, Sequence], # `seed_runs(...)`
         for f in folders:
             recs = seed_records(f, which)
             pooled += recs
-            rows.append(dict(method=label, seed=str(recs[0]['seed']) if recs else '',
-                             **calibration_report([r['confidence'] for r in recs], [r['correct'] for r in recs],
-                                                  groups=[r['id'] for r in recs], n_boot=n_boot)))
+            rows.append(dict(method=label, seed=str(recs[0]['seed']) if recs else '', **records_report(recs, n_boot=n_boot)))
         rows.append(dict(method=label, seed='all', **pooled_report(pooled, n_boot)))
     t = pd.DataFrame(rows)
     return t[['method', 'seed', 'n', *(c for m in SEED_METRICS for c in (m, f'{m}_lo', f'{m}_hi'))]]
@@ -136,14 +132,14 @@ def levels_figure(levels:pd.DataFrame, # `levels_table(...)`
                  ) -> go.Figure:
     "One panel per method: each level's (accuracy, mean confidence) before (open) and after (filled), 95% intervals."
     methods = list(levels['method'].unique())
+    key_of = {v: k for k, v in METHOD_NAMES.items()}  # a display name's method: 'CaOPD (SDFT)' -> 'caopd-sdft'
     fig = make_subplots(rows=1, cols=len(methods), subplot_titles=methods, shared_yaxes=True)
     for i, m in enumerate(methods, start=1):
         fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode='lines', line=dict(color='#bbbbbb', dash='dot'),
                                  name='calibrated', showlegend=i == 1), row=1, col=i)
         for stage, symbol in (('before', 'circle-open'), ('after', 'circle')):
             d = levels[(levels.method == m) & (levels.stage == stage)]
-            key = {v: k for k, v in METHOD_NAMES.items()}.get(m.split(',')[0], m)  # 'CaOPD (SDFT), ...' -> 'caopd-sdft'
-            color = '#888888' if stage == 'before' else method_color(key)
+            color = '#888888' if stage == 'before' else method_color(key_of.get(m.split(',')[0], m))  # 'X, w=10': X's
             fig.add_trace(go.Scatter(
                 x=d['accuracy'], y=d['mean_confidence'], mode='markers+text', text=[f'L{l}' for l in d['level']],
                 textposition='top right', marker=dict(symbol=symbol, size=10, color=color), name=stage,
