@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['SEED_METRICS', 'run_label', 'seed_runs', 'backbone_pairs', 'seed_records', 'pooled_report', 'seeds_table',
-           'levels_table', 'levels_figure', 'laptop_checks']
+           'levels_table', 'levels_figure', 'laptop_checks', 'rollout_costs', 'rollout_checks']
 
 # %% ../nbs/11b_seeds.ipynb #s002
 from pathlib import Path
@@ -129,29 +129,38 @@ def levels_table(groups:Mapping[str, Sequence], # `seed_runs(...)`
 
 def levels_figure(levels:pd.DataFrame, # `levels_table(...)`
                   title:str='Stated confidence against accuracy per difficulty level',
+                  per_row:int=4, # panels in a row; more methods wrap to further rows
                  ) -> go.Figure:
     "One panel per method: each level's (accuracy, mean confidence) before (open) and after (filled), 95% intervals."
     methods = list(levels['method'].unique())
     key_of = {v: k for k, v in METHOD_NAMES.items()}  # a display name's method: 'CaOPD (SDFT)' -> 'caopd-sdft'
-    fig = make_subplots(rows=1, cols=len(methods), subplot_titles=methods, shared_yaxes=True)
+    cols = min(len(methods), per_row)
+    rows = -(-len(methods) // cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[m.replace(', ', '<br>', 1) for m in methods],  # overrides below
+                        shared_yaxes=True, vertical_spacing=0.36 / rows)
     for i, m in enumerate(methods, start=1):
+        at = dict(row=(i - 1) // cols + 1, col=(i - 1) % cols + 1)
         fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode='lines', line=dict(color='#bbbbbb', dash='dot'),
-                                 name='calibrated', showlegend=i == 1), row=1, col=i)
+                                 name='calibrated', showlegend=i == 1), **at)
         for stage, symbol in (('before', 'circle-open'), ('after', 'circle')):
             d = levels[(levels.method == m) & (levels.stage == stage)]
             color = '#888888' if stage == 'before' else method_color(key_of.get(m.split(',')[0], m))  # 'X, w=10': X's
             fig.add_trace(go.Scatter(
                 x=d['accuracy'], y=d['mean_confidence'], mode='markers+text', text=[f'L{l}' for l in d['level']],
-                textposition='top right', marker=dict(symbol=symbol, size=10, color=color), name=stage,
-                showlegend=i == 1, legendgroup=stage,
+                textposition='top right', marker=dict(symbol=symbol, size=10, color=color), name=f'{m}: {stage}',
+                showlegend=False, legendgroup=stage,
                 error_x=dict(type='data', symmetric=False, array=d['accuracy_hi'] - d['accuracy'],
                              arrayminus=d['accuracy'] - d['accuracy_lo'], thickness=1),
                 error_y=dict(type='data', symmetric=False, array=d['mean_confidence_hi'] - d['mean_confidence'],
-                             arrayminus=d['mean_confidence'] - d['mean_confidence_lo'], thickness=1)), row=1, col=i)
-        fig.update_xaxes(title_text='accuracy', range=[-0.05, 1.05], row=1, col=i)
+                             arrayminus=d['mean_confidence'] - d['mean_confidence_lo'], thickness=1)), **at)
+        fig.update_xaxes(title_text='accuracy', range=[-0.05, 1.05], **at)
     fig.update_yaxes(range=[-0.05, 1.15], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1])  # room for the labels of points at 1
-    fig.update_yaxes(title_text='mean stated confidence', row=1, col=1)
-    fig.update_layout(title=dict(text=title, font=dict(size=14)), width=max(560, 320 * len(methods)), height=440,
+    for stage, symbol, color in (('before (the start)', 'circle-open', '#888888'), ('after (the panel\'s method)', 'circle', '#333333')):
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode='markers', marker=dict(symbol=symbol, size=10, color=color),
+                                 name=stage))  # the legend's entries, in neutral colours: each panel has its own
+    for r in range(1, rows + 1): fig.update_yaxes(title_text='mean stated confidence', row=r, col=1)
+    fig.update_annotations(font_size=12)
+    fig.update_layout(title=dict(text=title, font=dict(size=14)), width=max(560, 320 * cols), height=80 + 360 * rows,
                       template='plotly_white')
     return fig
 
@@ -190,3 +199,56 @@ def laptop_checks(seeds:pd.DataFrame, # `seeds_table(...)`
     rows.append(dict(check=f"accuracy: {method} within {backbone}'s interval", measured=f"{acc:.2f} vs {ci(backbone, 'accuracy')}",
                      holds=bool(p.loc[backbone, 'accuracy_lo'] <= acc <= p.loc[backbone, 'accuracy_hi'])))
     return pd.DataFrame(rows)
+
+# %% ../nbs/11b_seeds.ipynb #s020
+def rollout_costs(groups:Mapping[str, Sequence], # `seed_runs(...)`, e.g. the variants of one method
+                  reference:str, # the group the ratios are to, e.g. 'CaOPD (SDFT), num_confidence_rollouts=8'
+                 ) -> pd.DataFrame:
+    "Per group and seed, and pooled ('all'): scored rollouts per prompt behind mu_hat, training seconds, and their ratios to `reference`'s."
+    if reference not in groups:
+        raise ValueError(f"reference={reference!r} is not among the runs' groups ({', '.join(groups)}): pass one of them")
+    rows = []
+    for label, folders in groups.items():
+        per_seed = []
+        for f in folders:
+            run = RunFolder(f)
+            drawn = {(t['step'], t['id']): t['rollouts'] for t in run.read_targets()}  # one prompt of one step: one count
+            if not drawn:
+                raise ValueError(f"{run.rollouts} holds no rollouts: the run's cost cannot be read (re-make the run)")
+            per_seed.append(dict(method=label, seed=str(run.read_settings().get('seed', 0)), prompts=len(drawn),
+                                 rollouts_per_prompt=sum(drawn.values()) / len(drawn),
+                                 train_seconds=float(run.read_training()['seconds'])))
+        rows += per_seed
+        rows.append(dict(method=label, seed='all', prompts=sum(r['prompts'] for r in per_seed),
+                         rollouts_per_prompt=sum(r['rollouts_per_prompt'] * r['prompts'] for r in per_seed)
+                                             / sum(r['prompts'] for r in per_seed),
+                         train_seconds=sum(r['train_seconds'] for r in per_seed) / len(per_seed)))
+    t = pd.DataFrame(rows)
+    ref = t[(t.method == reference) & (t.seed == 'all')].iloc[0]
+    return t.assign(rollouts_ratio=t['rollouts_per_prompt'] / ref['rollouts_per_prompt'],
+                    seconds_ratio=t['train_seconds'] / ref['train_seconds'])
+
+# %% ../nbs/11b_seeds.ipynb #s023
+def rollout_checks(seeds:pd.DataFrame, # `seeds_table(...)`
+                   costs:pd.DataFrame, # `rollout_costs(...)`
+                   method:str, # the cheaper group
+                   reference:str, # the group it is measured against (`rollout_costs`'s reference)
+                   share:float=0.5, # the largest share of the reference's rollouts allowed
+                  ) -> pd.DataFrame:
+    "Whether `method` reaches `reference`'s ECE and AUROC (within its interval or better) with at most `share` of its rollouts."
+    p = seeds[seeds.seed == 'all'].set_index('method')
+    c = costs[costs.seed == 'all'].set_index('method')
+    ci = lambda g, m: f"{p.loc[g, m]:.2f} [{p.loc[g, m + '_lo']:.2f}, {p.loc[g, m + '_hi']:.2f}]"
+    r = c.loc[method, 'rollouts_ratio']
+    return pd.DataFrame([
+        dict(check=f'rollouts per prompt: at most {share:g} of the reference\'s',
+             measured=f"{c.loc[method, 'rollouts_per_prompt']:.2f} vs {c.loc[reference, 'rollouts_per_prompt']:.2f} ({r:.2f}x)",
+             holds=bool(r <= share + 1e-9)),
+        dict(check="ECE: not above the reference's upper end", measured=f"{ci(method, 'ece')} vs {ci(reference, 'ece')}",
+             holds=bool(p.loc[method, 'ece'] <= p.loc[reference, 'ece_hi'])),
+        dict(check="AUROC: not below the reference's lower end", measured=f"{ci(method, 'auroc')} vs {ci(reference, 'auroc')}",
+             holds=bool(p.loc[method, 'auroc'] >= p.loc[reference, 'auroc_lo'])),
+        dict(check='training time: less than the reference\'s (mean over seeds, separate runs)',
+             measured=f"{c.loc[method, 'train_seconds']:.0f} s vs {c.loc[reference, 'train_seconds']:.0f} s "
+                      f"({c.loc[method, 'seconds_ratio']:.2f}x)",
+             holds=bool(c.loc[method, 'seconds_ratio'] < 1))])
