@@ -179,11 +179,11 @@ def evaluated(run, # a run folder of nbs/train.ipynb
              ) -> tuple:
     "`(records, settings)` of a run folder's evaluation: its per-sample records and the settings that made them."
     from caopd.evaluate import read_jsonl
-    from caopd.runs import RunFolder, _read_json
+    from caopd.runs import RunFolder, read_json
     if which not in ('before', 'after'): raise Refusal(f"which={which!r}: pass 'before' or 'after' (training)")
     folder = RunFolder(run).eval(which)
     for f in (folder/'records.jsonl', folder/'report.json'):
         if not f.is_file(): raise Refusal(
             f"{f} is missing: {run} holds no evaluation {which} training; train into it first "
             f"(papermill nbs/train.ipynb out.ipynb -p out {run})")
-    return read_jsonl(folder/'records.jsonl'), _read_json(folder/'report.json', f'the evaluation {which} training')['settings']
+    return read_jsonl(folder/'records.jsonl'), read_json(folder/'report.json', f'the evaluation {which} training')['settings']

@@ -718,7 +718,7 @@ def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoi
                                max_retries=max_retries, tensor_parallel_size=tensor_parallel_size,
                                max_model_len=max_model_len, overwrite=overwrite)
     print(report_markdown(report, f'{model} on {domain}/{split} (n={report["n"]})'))
-    if out: print(f'wrote {out}/records.jsonl, report.json, report.md, reliability.html, confidence.html')
+    if out: print(f"wrote {out}/: {', '.join(sorted(p.name for p in Path(out).iterdir() if p.is_file()))}")
     # nothing is returned (`caopd.cli.command`): the console script exits 0
 
 # %% ../nbs/09_evaluate.ipynb #c048f

@@ -13,16 +13,17 @@ from .evaluate import read_jsonl, write_jsonl
 from .metrics import REPORT_KEYS
 
 # %% auto #0
-__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'RUN_IDENTITY', 'OVERRIDES_NOT_IDENTITY', 'REPLACED', 'RunFolder', 'is_run', 'load_run',
-           'run_identity', 'identity_diff', 'run_folder', 'diff_text', 'runs_table', 'papermill_command', 'read_grid',
-           'run_grid', 'main']
+__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'RUN_IDENTITY', 'OVERRIDES_NOT_IDENTITY', 'REPLACED', 'read_json', 'RunFolder', 'is_run',
+           'load_run', 'run_identity', 'identity_diff', 'run_folder', 'diff_text', 'runs_table', 'papermill_command',
+           'read_grid', 'run_grid', 'main']
 
 # %% ../nbs/11_runs.ipynb #c005
 RUN_METRICS = REPORT_KEYS  # every key of a calibration report (caopd.metrics): metrics, stated subset, intervals
 RUN_COLUMNS = ('model', 'domain', 'method', 'protocol', 'train_domains', 'eval_domain', 'K', 'scale', 'max_steps',
                'format_warmup', 'warmup_domains')  # the warm-up: its loss mask (False: none) and the domains it showed
 
-def _read_json(path:Path, what:str) -> dict:
+def read_json(path:Path, what:str) -> dict:
+    "A JSON file of a run folder; a missing or broken one is named, with `what` it should have held or how to remake it."
     try: return json.loads(path.read_text())
     except FileNotFoundError: raise FileNotFoundError(f"{path} is missing: {what}") from None
     except json.JSONDecodeError as e:
@@ -52,12 +53,12 @@ class RunFolder:
         tmp.write_text(json.dumps(obj, indent=2) + '\n'); tmp.replace(path)  # an interruption leaves the old file whole
     def read_settings(self, missing_ok:bool=False) -> dict:
         if missing_ok and not self.settings.is_file(): return {}
-        return _read_json(self.settings, 'not a run folder of caopd.train / nbs/train.ipynb (or the run did not start)')
+        return read_json(self.settings, 'not a run folder of caopd.train / nbs/train.ipynb (or the run did not start)')
     def write_settings(self, settings:dict): self._write(self.settings, settings)
     def read_metrics(self) -> dict:
-        return _read_json(self.metrics, 'the run did not finish: re-run it (see settings.json for its parameters)')
+        return read_json(self.metrics, 'the run did not finish: re-run it (see settings.json for its parameters)')
     def write_metrics(self, metrics:dict): self._write(self.metrics, metrics)
-    def read_training(self) -> dict: return _read_json(self.training, 'the training stage did not finish')
+    def read_training(self) -> dict: return read_json(self.training, 'the training stage did not finish')
     def write_training(self, record:dict): self._write(self.training, record)
     def read_log(self) -> list[dict]: return read_jsonl(self.log) if self.log.is_file() else []
     def write_log(self, log:list[dict]): write_jsonl(log, self.log)
@@ -132,7 +133,7 @@ def identity(self:RunFolder) -> Path: return self.path/'run.json'  # what define
 @patch
 def read_identity(self:RunFolder) -> dict|None:
     "What defines the run the folder holds: run.json; for a run made before run.json, what its settings.json says; else None."
-    if self.identity.is_file(): return _read_json(self.identity, 'written when the run started')
+    if self.identity.is_file(): return read_json(self.identity, 'written when the run started')
     if self.settings.is_file(): return run_identity(self.read_settings())
     return None
 

@@ -26,6 +26,9 @@ def test_evaluate_cli(tmp_path):
     report = json.loads((out/'report.json').read_text())
     assert report['report']['n'] == 4 and report['settings']['n_samples'] == 2
     for f in ('report.md', 'reliability.html', 'confidence.html'): assert (out/f).exists(), f
+    wrote = res.stdout.strip().splitlines()[-1]  # the last line names every file the evaluation wrote, PNGs too
+    assert wrote == f"wrote {out}/: {', '.join(sorted(p.name for p in out.iterdir() if p.is_file()))}", wrote
+    assert 'risk_coverage.html' in wrote
 
 def test_evaluate_cli_bad_domain(tmp_path):
     res = subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--domain', 'biology', '--limit', '1'],
