@@ -401,10 +401,11 @@ def bootstrap_intervals(confidence:Sequence, # confidences in [0, 1]; None or Na
 # %% ../nbs/03_metrics.ipynb #c34118a4
 def interval_text(lo, # lower end of an interval (None or NaN when missing)
                   hi, # upper end
+                  decimals:int=3, # places after the point
                  ) -> str:
-    "`'[lo, hi]'` to three decimals, or '' when either end is missing or not a finite number."
+    "`'[lo, hi]'` to `decimals` places, or '' when either end is missing or not a finite number."
     ok = all(isinstance(x, (int, float, np.number)) and not isinstance(x, bool) and math.isfinite(x) for x in (lo, hi))
-    return f'[{lo:.3f}, {hi:.3f}]' if ok else ''
+    return f'[{lo:.{decimals}f}, {hi:.{decimals}f}]' if ok else ''
 
 # %% ../nbs/03_metrics.ipynb #c043
 def reliability_bins(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing

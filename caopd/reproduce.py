@@ -106,13 +106,14 @@ def missing_runs(paper:pd.DataFrame, # a paper table (long format)
 
 def interval_columns(w:pd.DataFrame, # a wide table that may hold `{m}_lo` and `{m}_hi` columns
                      metrics:Sequence, # the metrics shown, in order
+                     decimals:int=3, # places of the interval text (`caopd.metrics.interval_text`)
                     ) -> pd.DataFrame:
     "Each metric's bootstrap interval as a text column `{m} 95% CI` right after it; the `_lo`/`_hi` columns dropped."
     w = w.copy()
     for m in metrics:
         lo, hi = f'{m}_lo', f'{m}_hi'
         if lo in w.columns and hi in w.columns and w[[lo, hi]].notna().any().any():
-            w.insert(w.columns.get_loc(m) + 1, f'{m} 95% CI', [interval_text(a, b) for a, b in zip(w[lo], w[hi])])
+            w.insert(w.columns.get_loc(m) + 1, f'{m} 95% CI', [interval_text(a, b, decimals) for a, b in zip(w[lo], w[hi])])
     return w.drop(columns=[c for c in w.columns if c.endswith(('_lo', '_hi'))])
 
 
