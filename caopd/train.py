@@ -353,9 +353,20 @@ def lora_config(settings:dict):
 
 # %% ../nbs/13_train.ipynb #c019
 def method_args(settings:dict, folder:RunFolder):
-    "The method's TRL config object for this run, built without loading the model (what a dry run prints)."
+    """The method's TRL config object for this run, built without loading the model (what a dry run prints).
+
+    TRL derives the generation batch from the processes that are running (`generation_batch_size = per-device batch x
+    processes x steps`) and checks it against K. A run planned for N processes but built here in one (a dry run) is
+    therefore built with the N processes' batch on its one device, then given back its per-device batch: the fields
+    it shows are those each of the N processes computes."""
     from caopd.baselines import method_config
-    return method_config(settings['method'], folder.trainer, **trainer_config(settings, folder))
+    cfg = trainer_config(settings, folder)
+    planned, here = settings['world_size'], int(os.environ.get('WORLD_SIZE', 1))
+    if planned == here: return method_config(settings['method'], folder.trainer, **cfg)
+    b = cfg['per_device_train_batch_size']
+    args = method_config(settings['method'], folder.trainer, **{**cfg, 'per_device_train_batch_size': b * planned // here})
+    args.per_device_train_batch_size = b
+    return args
 
 # %% ../nbs/13_train.ipynb #c022
 class Callback:
