@@ -712,13 +712,16 @@ def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoi
          overwrite:bool=False,  # start `out` over instead of resuming the evaluation there
         ):
     "Evaluate a model's accuracy and calibration on a task split and print the report."
+    started = math.floor(time.time()) - 1  # a file system may keep whole seconds only
     records, report = evaluate(model, domain, split, limit, n_samples, temperature, top_p, max_new_tokens,
                                batch_size, out, data_dir, seed, backend=backend, base_url=base_url, workers=workers,
                                api_kwargs=json_object(api_kwargs, 'api_kwargs', '{"reasoning_effort": "low"}'), timeout=timeout,
                                max_retries=max_retries, tensor_parallel_size=tensor_parallel_size,
                                max_model_len=max_model_len, overwrite=overwrite)
     print(report_markdown(report, f'{model} on {domain}/{split} (n={report["n"]})'))
-    if out: print(f"wrote {out}/: {', '.join(sorted(p.name for p in Path(out).iterdir() if p.is_file()))}")
+    if out:  # what this evaluation wrote, not what the folder held before
+        wrote = sorted(p.name for p in Path(out).iterdir() if p.is_file() and p.stat().st_mtime >= started)
+        print(f"wrote {out}/: {', '.join(wrote)}")
     # nothing is returned (`caopd.cli.command`): the console script exits 0
 
 # %% ../nbs/09_evaluate.ipynb #c048f

@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['SEED_METRICS', 'run_label', 'seed_runs', 'backbone_pairs', 'seed_records', 'pooled_report', 'seeds_table',
-           'levels_table', 'levels_figure', 'laptop_checks', 'rollout_costs', 'rollout_checks']
+           'levels_table', 'levels_figure', 'laptop_checks', 'estimate_variants', 'rollout_costs', 'rollout_checks']
 
 # %% ../nbs/11b_seeds.ipynb #s002
 from pathlib import Path
@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .config import MU_HAT_FIELDS
 from .evaluate import read_jsonl, records_report
 from .figures import METHOD_NAMES, method_color
 from .runs import RunFolder, runs_table
@@ -136,8 +137,8 @@ def levels_figure(levels:pd.DataFrame, # `levels_table(...)`
     key_of = {v: k for k, v in METHOD_NAMES.items()}  # a display name's method: 'CaOPD (SDFT)' -> 'caopd-sdft'
     cols = min(len(methods), per_row)
     rows = -(-len(methods) // cols)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[m.replace(', ', '<br>', 1) for m in methods],  # overrides below
-                        shared_yaxes=True, vertical_spacing=0.36 / rows)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[m.replace(', ', '<br>') for m in methods],  # an override a line
+                        shared_yaxes=True, vertical_spacing=0.4 / rows)
     for i, m in enumerate(methods, start=1):
         at = dict(row=(i - 1) // cols + 1, col=(i - 1) % cols + 1)
         fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode='lines', line=dict(color='#bbbbbb', dash='dot'),
@@ -155,9 +156,10 @@ def levels_figure(levels:pd.DataFrame, # `levels_table(...)`
                              arrayminus=d['mean_confidence'] - d['mean_confidence_lo'], thickness=1)), **at)
         fig.update_xaxes(title_text='accuracy', range=[-0.05, 1.05], **at)
     fig.update_yaxes(range=[-0.05, 1.15], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1])  # room for the labels of points at 1
-    for stage, symbol, color in (('before (the start)', 'circle-open', '#888888'), ('after (the panel\'s method)', 'circle', '#333333')):
+    for stage, name, symbol, color in (('before', 'before (the start)', 'circle-open', '#888888'),
+                                       ('after', "after (the panel's method)", 'circle', '#333333')):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode='markers', marker=dict(symbol=symbol, size=10, color=color),
-                                 name=stage))  # the legend's entries, in neutral colours: each panel has its own
+                                 name=name, legendgroup=stage))  # neutral colours, as each panel has its own; a click hides the stage everywhere
     for r in range(1, rows + 1): fig.update_yaxes(title_text='mean stated confidence', row=r, col=1)
     fig.update_annotations(font_size=12)
     fig.update_layout(title=dict(text=title, font=dict(size=14)), width=max(560, 320 * cols), height=80 + 360 * rows,
@@ -200,11 +202,25 @@ def laptop_checks(seeds:pd.DataFrame, # `seeds_table(...)`
                      holds=bool(p.loc[backbone, 'accuracy_lo'] <= acc <= p.loc[backbone, 'accuracy_hi'])))
     return pd.DataFrame(rows)
 
+# %% ../nbs/11b_seeds.ipynb #s019a
+def estimate_variants(groups:Mapping[str, Sequence], # `seed_runs(...)`
+                      reference:str, # a group, e.g. 'CaOPD (SDFT), num_confidence_rollouts=8'
+                     ) -> dict[str, list[Path]]:
+    "The reference first, then every group of its method whose trainer overrides differ from its only in `MU_HAT_FIELDS`."
+    if reference not in groups:
+        raise ValueError(f"reference={reference!r} is not among the runs' groups ({', '.join(groups)}): pass one of them")
+    settings = lambda label: RunFolder(groups[label][0]).read_settings()
+    ref = settings(reference)
+    def same_but_mu_hat(s):
+        a, b = ref.get('trainer_overrides') or {}, s.get('trainer_overrides') or {}
+        return s.get('method') == ref.get('method') and all(a.get(k) == b.get(k) for k in (a.keys() | b.keys()) - set(MU_HAT_FIELDS))
+    return {reference: groups[reference], **{k: v for k, v in groups.items() if k != reference and same_but_mu_hat(settings(k))}}
+
 # %% ../nbs/11b_seeds.ipynb #s020
-def rollout_costs(groups:Mapping[str, Sequence], # `seed_runs(...)`, e.g. the variants of one method
+def rollout_costs(groups:Mapping[str, Sequence], # `estimate_variants(...)` or any groups of `seed_runs(...)`
                   reference:str, # the group the ratios are to, e.g. 'CaOPD (SDFT), num_confidence_rollouts=8'
                  ) -> pd.DataFrame:
-    "Per group and seed, and pooled ('all'): scored rollouts per prompt behind mu_hat, training seconds, and their ratios to `reference`'s."
+    "Per group and seed, and pooled ('all'): prompt-steps, scored rollouts per prompt behind mu_hat, training seconds, and their ratios to `reference`'s."
     if reference not in groups:
         raise ValueError(f"reference={reference!r} is not among the runs' groups ({', '.join(groups)}): pass one of them")
     rows = []
@@ -212,16 +228,18 @@ def rollout_costs(groups:Mapping[str, Sequence], # `seed_runs(...)`, e.g. the va
         per_seed = []
         for f in folders:
             run = RunFolder(f)
-            drawn = {(t['step'], t['id']): t['rollouts'] for t in run.read_targets()}  # one prompt of one step: one count
-            if not drawn:
-                raise ValueError(f"{run.rollouts} holds no rollouts: the run's cost cannot be read (re-make the run)")
+            targets = run.read_targets()
+            if not targets or any(t.get('id') is None or 'rollouts' not in t for t in targets):
+                raise ValueError(f"{run.rollouts}: {'no rows' if not targets else 'rows without a prompt id or rollouts'} "
+                                 "(made before runs recorded what each target rests on): re-make the run to read its cost")
+            drawn = {(t['step'], t['id']): t['rollouts'] for t in targets}  # a prompt of a step: one count, on each of its rows
             per_seed.append(dict(method=label, seed=str(run.read_settings().get('seed', 0)), prompts=len(drawn),
                                  rollouts_per_prompt=sum(drawn.values()) / len(drawn),
                                  train_seconds=float(run.read_training()['seconds'])))
         rows += per_seed
-        rows.append(dict(method=label, seed='all', prompts=sum(r['prompts'] for r in per_seed),
-                         rollouts_per_prompt=sum(r['rollouts_per_prompt'] * r['prompts'] for r in per_seed)
-                                             / sum(r['prompts'] for r in per_seed),
+        n = sum(r['prompts'] for r in per_seed)
+        rows.append(dict(method=label, seed='all', prompts=n,
+                         rollouts_per_prompt=sum(r['rollouts_per_prompt'] * r['prompts'] for r in per_seed) / n,
                          train_seconds=sum(r['train_seconds'] for r in per_seed) / len(per_seed)))
     t = pd.DataFrame(rows)
     ref = t[(t.method == reference) & (t.seed == 'all')].iloc[0]
@@ -230,25 +248,20 @@ def rollout_costs(groups:Mapping[str, Sequence], # `seed_runs(...)`, e.g. the va
 
 # %% ../nbs/11b_seeds.ipynb #s023
 def rollout_checks(seeds:pd.DataFrame, # `seeds_table(...)`
-                   costs:pd.DataFrame, # `rollout_costs(...)`
+                   costs:pd.DataFrame, # `rollout_costs(...)` of groups holding `method` and `reference`
                    method:str, # the cheaper group
-                   reference:str, # the group it is measured against (`rollout_costs`'s reference)
+                   reference:str, # the group it is measured against
                    share:float=0.5, # the largest share of the reference's rollouts allowed
                   ) -> pd.DataFrame:
     "Whether `method` reaches `reference`'s ECE and AUROC (within its interval or better) with at most `share` of its rollouts."
     p = seeds[seeds.seed == 'all'].set_index('method')
-    c = costs[costs.seed == 'all'].set_index('method')
+    c = costs[costs.seed == 'all'].set_index('method')['rollouts_per_prompt']
     ci = lambda g, m: f"{p.loc[g, m]:.2f} [{p.loc[g, m + '_lo']:.2f}, {p.loc[g, m + '_hi']:.2f}]"
-    r = c.loc[method, 'rollouts_ratio']
+    r = c[method] / c[reference]
     return pd.DataFrame([
-        dict(check=f'rollouts per prompt: at most {share:g} of the reference\'s',
-             measured=f"{c.loc[method, 'rollouts_per_prompt']:.2f} vs {c.loc[reference, 'rollouts_per_prompt']:.2f} ({r:.2f}x)",
-             holds=bool(r <= share + 1e-9)),
+        dict(check=f"rollouts per prompt: at most {share:g} of the reference's",
+             measured=f"{c[method]:.2f} vs {c[reference]:.2f} ({r:.2f}x)", holds=bool(r <= share + 1e-9)),
         dict(check="ECE: not above the reference's upper end", measured=f"{ci(method, 'ece')} vs {ci(reference, 'ece')}",
              holds=bool(p.loc[method, 'ece'] <= p.loc[reference, 'ece_hi'])),
         dict(check="AUROC: not below the reference's lower end", measured=f"{ci(method, 'auroc')} vs {ci(reference, 'auroc')}",
-             holds=bool(p.loc[method, 'auroc'] >= p.loc[reference, 'auroc_lo'])),
-        dict(check='training time: less than the reference\'s (mean over seeds, separate runs)',
-             measured=f"{c.loc[method, 'train_seconds']:.0f} s vs {c.loc[reference, 'train_seconds']:.0f} s "
-                      f"({c.loc[method, 'seconds_ratio']:.2f}x)",
-             holds=bool(c.loc[method, 'seconds_ratio'] < 1))])
+             holds=bool(p.loc[method, 'auroc'] >= p.loc[reference, 'auroc_lo']))])

@@ -363,8 +363,11 @@ def method_args(settings:dict, folder:RunFolder):
     cfg = trainer_config(settings, folder)
     planned, here = settings['world_size'], int(os.environ.get('WORLD_SIZE', 1))
     if planned == here: return method_config(settings['method'], folder.trainer, **cfg)
+    if here != 1:
+        raise Refusal(f"{planned} training processes are planned but {here} are running (WORLD_SIZE={here}): launch as "
+                      "many as planned (num_processes), or plan as many as are launched")
     b = cfg['per_device_train_batch_size']
-    args = method_config(settings['method'], folder.trainer, **{**cfg, 'per_device_train_batch_size': b * planned // here})
+    args = method_config(settings['method'], folder.trainer, **{**cfg, 'per_device_train_batch_size': b * planned})
     args.per_device_train_batch_size = b
     return args
 

@@ -14,6 +14,8 @@ def test_evaluate_cli(tmp_path):
     from caopd.models import tiny_model
     tiny_model(seed=0, save_to=tmp_path/'tiny')
     out = tmp_path/'run'
+    out.mkdir(); (out/'notes.txt').write_text('a file of the user, left there before the evaluation')
+    os.utime(out/'notes.txt', (time.time() - 60, time.time() - 60))
     script = Path(sys.executable).parent/'caopd-evaluate'  # the console script (exits with main()'s value)
     res = subprocess.run([str(script), '--model', str(tmp_path/'tiny'),
                           '--data-dir', str(ROOT/'data'/'fixtures'), '--split', 'test', '--limit', '2',
@@ -26,9 +28,10 @@ def test_evaluate_cli(tmp_path):
     report = json.loads((out/'report.json').read_text())
     assert report['report']['n'] == 4 and report['settings']['n_samples'] == 2
     for f in ('report.md', 'reliability.html', 'confidence.html'): assert (out/f).exists(), f
-    wrote = res.stdout.strip().splitlines()[-1]  # the last line names every file the evaluation wrote, PNGs too
-    assert wrote == f"wrote {out}/: {', '.join(sorted(p.name for p in out.iterdir() if p.is_file()))}", wrote
-    assert 'risk_coverage.html' in wrote
+    wrote = res.stdout.strip().splitlines()[-1]  # the last line names the files the evaluation wrote (PNGs when made)
+    assert wrote.startswith(f'wrote {out}/: ') and 'notes.txt' not in wrote, wrote  # not what was there before
+    assert set(wrote.split(': ', 1)[1].split(', ')) == {p.name for p in out.iterdir() if p.suffix != '.txt'}, wrote
+    assert 'risk_coverage.html' in wrote, wrote
 
 def test_evaluate_cli_bad_domain(tmp_path):
     res = subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--domain', 'biology', '--limit', '1'],
