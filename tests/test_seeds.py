@@ -18,13 +18,16 @@ def _run(tmp_path, **parameters):
 def test_the_committed_tables_come_from_the_committed_runs(tmp_path):
     "Every committed table is what the notebook computes from figures/runs/cpu now: nothing typed in, nothing stale."
     out = _run(tmp_path)
-    for name in ('seeds', 'levels', 'checks'):
+    for name in ('seeds', 'levels', 'checks', 'rollouts', 'rollout_checks'):
         pd.testing.assert_frame_equal(pd.read_csv(out/f'{name}.csv'), pd.read_csv(COMMITTED/f'{name}.csv'), obj=name)
     seeds = pd.read_csv(out/'seeds.csv', dtype={'seed': str})
     pooled = seeds[seeds.seed == 'all'].set_index('method')['n']
     assert (pooled == seeds[seeds.seed != 'all'].groupby('method')['n'].sum()[pooled.index]).all()
     assert (seeds.groupby('method').size() >= 4).all()  # at least three seeds and the pooled row
     assert (out/'levels.html').is_file()
+    costs = pd.read_csv(out/'rollouts.csv', dtype={'seed': str})  # the K = 8 reference scored 8 of every prompt, and
+    ref = costs[costs.method == 'CaOPD (SDFT), num_confidence_rollouts=8']  # each run's log holds 6 steps x 4 prompts
+    assert (ref['rollouts_per_prompt'] == 8).all() and (costs[costs.seed != 'all']['prompts'] == 24).all()
 
 
 def test_a_folder_without_runs_is_refused(tmp_path):
