@@ -33,3 +33,12 @@ def test_the_committed_tables_come_from_the_committed_runs(tmp_path):
 def test_a_folder_without_runs_is_refused(tmp_path):
     with pytest.raises(Exception, match='no finished run tested on'):
         _run(tmp_path, runs_dir=str(tmp_path))
+
+
+def test_an_earlier_runs_tables_are_not_left_beside(tmp_path):
+    "Without the rollout comparison (reference ''), the rollout tables an earlier run wrote into out_dir are removed."
+    (tmp_path/'out').mkdir()
+    for name in ('rollouts.csv', 'rollout_checks.md', 'notes.txt'): (tmp_path/'out'/name).write_text('earlier\n')
+    out = _run(tmp_path, reference='')
+    assert not (out/'rollouts.csv').exists() and not (out/'rollout_checks.md').exists()
+    assert (out/'notes.txt').read_text() == 'earlier\n' and (out/'seeds.csv').is_file()  # only its own outputs go
