@@ -167,6 +167,12 @@ def levels_figure(levels:pd.DataFrame, # `levels_table(...)`
     return fig
 
 # %% ../nbs/11b_seeds.ipynb #s016
+def _pooled(seeds:pd.DataFrame) -> tuple:
+    "The pooled rows of `seeds_table(...)` by group, and `ci(group, metric)`: the value and its interval as text."
+    p = seeds[seeds.seed == 'all'].set_index('method')
+    return p, lambda g, m: f"{p.loc[g, m]:.2f} [{p.loc[g, m + '_lo']:.2f}, {p.loc[g, m + '_hi']:.2f}]"
+
+
 def laptop_checks(seeds:pd.DataFrame, # `seeds_table(...)`
                   levels:pd.DataFrame, # `levels_table(...)`
                   method:str, # the CaOPD group, e.g. 'CaOPD (SDFT)'
@@ -174,8 +180,7 @@ def laptop_checks(seeds:pd.DataFrame, # `seeds_table(...)`
                   tolerance:float=0.15, # the largest |mean confidence - accuracy| allowed on a level
                  ) -> pd.DataFrame:
     "Each target of the laptop domain for `method` against `backbone` and the start: what was measured, and whether it holds."
-    p = seeds[seeds.seed == 'all'].set_index('method')
-    ci = lambda g, m: f"{p.loc[g, m]:.2f} [{p.loc[g, m + '_lo']:.2f}, {p.loc[g, m + '_hi']:.2f}]"
+    p, ci = _pooled(seeds)
     after = levels[levels.stage == 'after']
     hard = after[after.level == after.level.max()].set_index('method')
     rows = [dict(check=f'{backbone}: mean confidence on the hardest level (L{after.level.max()}) >= 0.9',
@@ -203,12 +208,17 @@ def laptop_checks(seeds:pd.DataFrame, # `seeds_table(...)`
     return pd.DataFrame(rows)
 
 # %% ../nbs/11b_seeds.ipynb #s019a
+def _check_group(groups:Mapping, label:str):
+    "Refuse a group name that is not among `groups`, naming those that are."
+    if label not in groups:
+        raise ValueError(f"reference={label!r} is not among the runs' groups ({', '.join(groups)}): pass one of them")
+
+
 def estimate_variants(groups:Mapping[str, Sequence], # `seed_runs(...)`
                       reference:str, # a group, e.g. 'CaOPD (SDFT), num_confidence_rollouts=8'
                      ) -> dict[str, list[Path]]:
     "The reference first, then every group of its method whose trainer overrides differ from its only in `MU_HAT_FIELDS`."
-    if reference not in groups:
-        raise ValueError(f"reference={reference!r} is not among the runs' groups ({', '.join(groups)}): pass one of them")
+    _check_group(groups, reference)
     settings = lambda label: RunFolder(groups[label][0]).read_settings()
     ref = settings(reference)
     def same_but_mu_hat(s):
@@ -221,8 +231,7 @@ def rollout_costs(groups:Mapping[str, Sequence], # `estimate_variants(...)` or a
                   reference:str, # the group the ratios are to, e.g. 'CaOPD (SDFT), num_confidence_rollouts=8'
                  ) -> pd.DataFrame:
     "Per group and seed, and pooled ('all'): prompt-steps, scored rollouts per prompt behind mu_hat, training seconds, and their ratios to `reference`'s."
-    if reference not in groups:
-        raise ValueError(f"reference={reference!r} is not among the runs' groups ({', '.join(groups)}): pass one of them")
+    _check_group(groups, reference)
     rows = []
     for label, folders in groups.items():
         per_seed = []
@@ -254,9 +263,8 @@ def rollout_checks(seeds:pd.DataFrame, # `seeds_table(...)`
                    share:float=0.5, # the largest share of the reference's rollouts allowed
                   ) -> pd.DataFrame:
     "Whether `method` reaches `reference`'s ECE and AUROC (within its interval or better) with at most `share` of its rollouts."
-    p = seeds[seeds.seed == 'all'].set_index('method')
+    p, ci = _pooled(seeds)
     c = costs[costs.seed == 'all'].set_index('method')['rollouts_per_prompt']
-    ci = lambda g, m: f"{p.loc[g, m]:.2f} [{p.loc[g, m + '_lo']:.2f}, {p.loc[g, m + '_hi']:.2f}]"
     r = c[method] / c[reference]
     return pd.DataFrame([
         dict(check=f"rollouts per prompt: at most {share:g} of the reference's",
