@@ -20,13 +20,12 @@ def _run(cmd):
 
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory):
-    from test_trainer_multiprocess import _free_port
     tmp = tmp_path_factory.mktemp('save_ranks')
     model = tiny_model_dir(tmp/'model')
     torchrun = Path(sys.executable).parent/'torchrun'
     _run([sys.executable, str(SCRIPT), model, str(tmp/'one')])
-    _run([str(torchrun), '--nproc_per_node', '2', '--master_port', str(_free_port()), str(SCRIPT), model,
-          str(tmp/'two'), '--reference', str(tmp/'one')])
+    _run([str(torchrun), '--standalone', '--nproc_per_node', '2', str(SCRIPT), model, str(tmp/'two'), '--reference',
+          str(tmp/'one')])  # --standalone: torchrun takes a free port itself
     return tmp/'one', tmp/'two'
 
 

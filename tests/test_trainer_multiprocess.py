@@ -1,5 +1,5 @@
 "Two CPU processes (torchrun) and one process see the same mu_hat, revised completions and teacher prompts."
-import json, os, socket, subprocess, sys
+import json, os, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -27,12 +27,6 @@ def _records(out:Path, method:str) -> tuple[dict, list]:
     return recs, infos
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope='module')
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('mp')
@@ -42,7 +36,8 @@ def runs(tmp_path_factory):
     # uses the same single-threaded kernels as each rank, whatever the machine's core count and load
     env = dict(os.environ, OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
     _run([sys.executable, str(SCRIPT), model, str(tmp/'one'), '--per-device', str(K)], env=env)
-    _run([str(torchrun), '--nproc_per_node', '2', '--master_port', str(_free_port()), str(SCRIPT), model, str(tmp/'two'),
+    # --standalone: torchrun takes a free port itself, as `caopd-train --num_processes 2` launches it
+    _run([str(torchrun), '--standalone', '--nproc_per_node', '2', str(SCRIPT), model, str(tmp/'two'),
           '--per-device', str(K // 2)], env=env)
     return tmp/'one', tmp/'two'
 

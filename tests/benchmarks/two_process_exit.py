@@ -7,17 +7,12 @@ process group to interpreter shutdown; `caopd.train.train` now destroys it on ev
 Each run must exit 0 with both ranks' steps trained; the script prints each run's exit code and seconds, and exits 1
 when any run failed (its output is kept in the temporary folder it prints).
 """
-import argparse, socket, subprocess, sys, tempfile, time
+import argparse, subprocess, sys, tempfile, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT/'tests'))
 from trainer_helpers import tiny_model_dir  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(('127.0.0.1', 0)); return s.getsockname()[1]
 
 
 def main():
@@ -32,7 +27,7 @@ def main():
     try:
         for i in range(a.n):
             out, t0 = tmp/f'run{i}', time.time()
-            cmd = [sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_port', str(free_port()),
+            cmd = [sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', '2',
                    '-m', 'caopd.train', '--model', model, '--out', str(out), '--preset', 'cpu', '--K', '2',
                    '--prompts_per_step', '1', '--n_train', '4', '--max_completion_length', '8', '--format_warmup', 'off',
                    '--max_steps', '2', '--save_steps', '2', '--num_processes', '2']
