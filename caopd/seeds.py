@@ -186,24 +186,24 @@ def laptop_checks(seeds:pd.DataFrame, # `seeds_table(...)`
     rows = [dict(check=f'{backbone}: mean confidence on the hardest level (L{after.level.max()}) >= 0.9',
                  measured=f"{hard.loc[backbone, 'mean_confidence']:.2f}",
                  holds=bool(hard.loc[backbone, 'mean_confidence'] >= 0.9))]
-    rows.append(dict(check=f'AUROC: {method} above chance, 0.5 (its lower end above)', measured=ci(method, 'auroc'),
+    rows.append(dict(check='AUROC: above chance, 0.5 (its lower end above)', measured=ci(method, 'auroc'),
                      holds=bool(p.loc[method, 'auroc_lo'] > 0.5)))
     for m in ('auroc', 'spr'):
         for other in ('start', backbone):
-            rows.append(dict(check=f'{m.upper()}: {method} above {other} (its lower end above the other upper end)',
+            rows.append(dict(check=f'{m.upper()}: above {other} (its lower end above the other upper end)',
                              measured=f'{ci(method, m)} vs {ci(other, m)}',
                              holds=bool(p.loc[method, f'{m}_lo'] > p.loc[other, f'{m}_hi'])))
     for other in ('start', backbone):
-        rows.append(dict(check=f'ECE: {method} below {other} (its upper end below the other lower end)',
+        rows.append(dict(check=f'ECE: below {other} (its upper end below the other lower end)',
                          measured=f"{ci(method, 'ece')} vs {ci(other, 'ece')}",
                          holds=bool(p.loc[method, 'ece_hi'] < p.loc[other, 'ece_lo'])))
     mine = after[after.method == method]
     gaps = (mine['mean_confidence'] - mine['accuracy']).abs()
-    rows.append(dict(check=f'{method}: |mean confidence - accuracy| <= {tolerance} on every level',
+    rows.append(dict(check=f'|mean confidence - accuracy| <= {tolerance} on every level',
                      measured=', '.join(f'L{l} {g:.2f}' for l, g in zip(mine['level'], gaps)),
                      holds=bool((gaps <= tolerance).all())))
     acc = p.loc[method, 'accuracy']
-    rows.append(dict(check=f"accuracy: {method} within {backbone}'s interval", measured=f"{acc:.2f} vs {ci(backbone, 'accuracy')}",
+    rows.append(dict(check=f"accuracy: within {backbone}'s interval", measured=f"{acc:.2f} vs {ci(backbone, 'accuracy')}",
                      holds=bool(p.loc[backbone, 'accuracy_lo'] <= acc <= p.loc[backbone, 'accuracy_hi'])))
     return pd.DataFrame(rows)
 
