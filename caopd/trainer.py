@@ -27,7 +27,7 @@ with warnings.catch_warnings():
 
 # the configs live in caopd.config (nbs/07_config.ipynb); importing them here keeps `caopd.trainer.CaOPDSDFTConfig` etc.
 from .config import CONFIDENCE_TARGETS, ESTIMATORS, CaOPDConfig, CaOPDSDFTConfig, CaOPDSDPOConfig
-from .confidence import format_confidence, parse_confidence, rewrite_completion_ids, rewrite_confidence
+from .confidence import confidence_decimals, format_confidence, parse_confidence, rewrite_completion_ids, rewrite_confidence
 from .loss import caopd_loss
 
 # %% ../nbs/07_trainer.ipynb #c006
@@ -146,11 +146,13 @@ class CaOPDMixin:
         return tuple(range(G, R * G + 1, G)) if self._adaptive() else (R * G,)
 
     def _confidence_k(self) -> int | None:
-        "Denominator that sets the decimals of the rewritten confidence (see `target_denominator`): one for every count."
+        """Denominator that sets the decimals of the rewritten confidence (see `target_denominator`), one for every count
+        a prompt's mu_hat can rest on: the count that needs the most decimals, so that each is written as closely as alone
+        (not their least common multiple, whose decimals grow with the budget: 10 for leave-one-out over 4 to 32)."""
         a = self.args
         ks = [target_denominator(n, a.confidence_estimator, a.confidence_prior, a.confidence_decimals,
                                  self._leave_one_out()) for n in self._rollout_counts()]
-        return None if None in ks else math.lcm(*ks)
+        return None if None in ks else max(ks, key=confidence_decimals)
 
 # %% ../nbs/07_trainer.ipynb #c014
 EMA_TEACHER_FILE = "caopd_ema_teacher.safetensors"
