@@ -337,15 +337,16 @@ class CaOPDSDPOTrainer(CaOPDMixin, EMATeacherCheckpoints, SDPOTrainer):
 def script_rollouts(
     trainer,  # a TRL trainer: SDFT, SDPO and their CaOPD versions, or GRPO and RLCR
     texts,  # what it 'samples': strings (every generation call, repeated in turn to fill it), a list of such lists
-            # (one per generation call, in order), or a function (rows, start) -> strings of the local rows
+            # (one per generation call, in order), or a function (rows, start, prompt_ids) -> one string per entry of
+            # prompt_ids: rows are the step's local input rows, start this process's offset in the call's global order
 ):
     "Make `trainer` return `texts` instead of generating, so that a lesson or a test sees exactly what follows generation."
     tok = trainer.processing_class
     if callable(texts): source = texts
-    elif all(isinstance(t, str) for t in texts): source = lambda rows, start, fixed=list(texts): fixed
+    elif all(isinstance(t, str) for t in texts): source = lambda rows, start, prompt_ids, fixed=list(texts): fixed
     else:
         calls, n_calls = iter([list(p) for p in texts]), len(texts)
-        def source(rows, start):
+        def source(rows, start, prompt_ids):
             try: return next(calls)
             except StopIteration: raise RuntimeError(f"script_rollouts: the trainer asked for generation call "
                                                      f"{n_calls + 1}, but only {n_calls} were scripted.") from None
@@ -353,7 +354,7 @@ def script_rollouts(
     def completions(prompt_ids):
         n = len(prompt_ids)
         trainer.scripted_prompt_ids.append(prompt_ids)
-        out = list(source(getattr(trainer, "_scripted_rows", None), trainer.accelerator.process_index * n))
+        out = list(source(getattr(trainer, "_scripted_rows", None), trainer.accelerator.process_index * n, prompt_ids))
         if not out or n % len(out):
             raise ValueError(f"script_rollouts: {len(out)} scripted texts do not fill a generation call of {n} rows; "
                              f"script {n} texts (or a number that divides it).")

@@ -8,6 +8,8 @@ from conftest import ROOT
 from trainer_helpers import K, n_right, tiny_model_dir
 
 SCRIPT = ROOT/'tests'/'trainer_mp_run.py'
+STEPS, PROMPTS = 3, 3  # per step: the first prompt's K rows on rank 0, the middle one's split, the last one's on rank 1
+SIZE = ['--steps', str(STEPS), '--prompts', str(PROMPTS)]
 
 
 def _run(cmd, **kw):
@@ -35,10 +37,10 @@ def runs(tmp_path_factory):
     # One thread per process in both runs (torchrun sets OMP_NUM_THREADS=1 for its workers): the one-process run then
     # uses the same single-threaded kernels as each rank, whatever the machine's core count and load
     env = dict(os.environ, OMP_NUM_THREADS='1', MKL_NUM_THREADS='1')
-    _run([sys.executable, str(SCRIPT), model, str(tmp/'one'), '--per-device', str(K)], env=env)
+    _run([sys.executable, str(SCRIPT), model, str(tmp/'one'), '--per-device', str(PROMPTS * K), *SIZE], env=env)
     # --standalone: torchrun takes a free port itself, as `caopd-train --num_processes 2` launches it
     _run([str(torchrun), '--standalone', '--nproc_per_node', '2', str(SCRIPT), model, str(tmp/'two'),
-          '--per-device', str(K // 2)], env=env)
+          '--per-device', str(PROMPTS * K // 2), *SIZE], env=env)
     return tmp/'one', tmp/'two'
 
 
@@ -57,23 +59,22 @@ def test_same_mu_hat_on_one_and_two_processes(runs, method):
     (one, one_infos), (two, two_infos) = (_records(d, method) for d in runs)
     assert [i['world_size'] for i in one_infos] == [1]
     assert [i['world_size'] for i in two_infos] == [2, 2] and 'MULTI_CPU' in two_infos[0]['distributed_type']
-    assert sorted(one) == sorted(two) and len(one) == 4 * K  # 4 steps, one prompt (K rows) each
-    steps = sorted({s for s, _ in one})
-    for s in steps:  # each prompt's group is split across the two processes
-        assert {two[(s, i)]['rank'] for i in range(K)} == {0, 1}
+    assert sorted(one) == sorted(two) and len(one) == STEPS * PROMPTS * K
+    half = PROMPTS * K // 2
+    assert all(r['rank'] == (i >= half) for (_, i), r in two.items())  # the middle prompt's group is split
     for key, r in one.items():
         assert r['mu_hat'] == pytest.approx(expected_mu_hat(r['id'], key[1] % K, method)), (key, r)
         for field in ('id', 'mu_hat', 'completion', 'teacher_prompt'):
             assert two[key][field] == r[field], (method, key, field, two[key][field], r[field])
-    # a sibling that lives on the other process is found: prompt with one right rollout (k=0, on rank 0)
     if method == 'tasc': assert {n_right(r['id']) for r in one.values()} >= {0, 1}  # both TA-SC cases are covered
-    solo = [r for r in one.values() if n_right(r['id']) == 1]
-    assert solo
-    if method in ('sdpo', 'sdpo_adaptive'):
-        for r in solo:
-            k = r['index'] % K
-            assert ('Correct solution' in r['teacher_prompt']) == (k != 0), r  # k=0 only has itself: fallback
-            if k >= 2: assert two[(r['step'], r['index'])]['rank'] == 1
+    if method in ('sdpo', 'sdpo_adaptive'):  # the demonstration shown is the first other right rollout of the prompt
+        rank, across = lambda step, i: two[(step, i)]['rank'], 0
+        for (step, i), r in one.items():
+            g0, k = i - i % K, i % K
+            demo = next((g0 + j for j in range(n_right(r['id'])) if j != k), None)  # rollouts j < n_right are right
+            assert ('Correct solution' in r['teacher_prompt']) == (demo is not None), r  # none: the fallback
+            across += demo is not None and rank(step, demo) != rank(step, i)
+        assert across  # covered: a demonstration that lives on the other process is found
     # The runs train the same: DDP averages the two halves' gradients into the one-process gradient, so rank 0 logs the
     # one-process gradient norm. Measured on this test: 2e-6 of it apart with two processes, 2e-3 to 0.3 apart when the
     # gradients are not synced (rank 0 steps on its half). The loss is a weaker witness (Adam's first steps barely
@@ -85,6 +86,13 @@ def test_same_mu_hat_on_one_and_two_processes(runs, method):
     drawn = lambda infos: logged(infos, 'caopd/rollouts_per_prompt')
     assert drawn(one_infos) == drawn(two_infos)
     if method in ('adaptive', 'sdpo_adaptive'):  # 2K for a prompt whose rollouts disagree, K for one whose agree
-        steps = {s: next(r['id'] for (t, _), r in one.items() if t == s) for s in sorted({s for s, _ in one})}
-        assert drawn(one_infos) == [2 * K if 0 < n_right(i) < K else K for i in steps.values()]
-        assert len(set(drawn(one_infos))) == 2  # both cases are covered
+        prompts = {s: {r['id'] for (t, _), r in one.items() if t == s} for s in sorted({s for s, _ in one})}
+        assert drawn(one_infos) == pytest.approx([sum(2 * K if 0 < n_right(i) < K else K for i in ids) / len(ids)
+                                                  for ids in prompts.values()])
+        both = [0 < n_right(i) < K for ids in prompts.values() for i in ids]
+        assert any(both) and not all(both)  # both cases are covered
+        # covered: a step where a prompt that agrees (and is skipped) comes before one that disagrees, so a round's
+        # requests are not the step's prompts in order (the targets above are each prompt's own)
+        order = lambda step: [r['id'] for (t, i), r in sorted(one.items()) if t == step and i % K == 0]
+        disagree = lambda i: 0 < n_right(i) < K
+        assert any(not disagree(a) and disagree(b) for step in prompts for a, b in zip(order(step), order(step)[1:]))

@@ -36,9 +36,19 @@ def scripted_text(row:dict, k:int, group_size:int=K) -> str:
 
 
 def script_by_row(trainer):
-    "Script `trainer`'s rollouts (`caopd.trainer.script_rollouts`) by global row index: `scripted_text` of each row."
+    """Script `trainer`'s rollouts (`caopd.trainer.script_rollouts`) by global row index: `scripted_text` of the training
+    row whose prompt each completion was asked for (found in the decoded prompt), so that a scored-only round's rollout
+    of the wrong prompt is scripted as that prompt's, and shows."""
     from caopd.trainer import script_rollouts
-    script_rollouts(trainer, lambda rows, start: [scripted_text(row, (start + i) % K) for i, row in enumerate(rows)])
+    tok, data = trainer.processing_class, list(trainer.train_dataset)
+    question = lambda row: row['prompt'][-1]['content'] if isinstance(row['prompt'], list) else row['prompt']
+    def row_of(ids):
+        text = tok.decode(ids, skip_special_tokens=True)
+        found = [row for row in data if question(row) in text]
+        assert len(found) == 1, f'{len(found)} training rows match the prompt {text[-200:]!r}'
+        return found[0]
+    script_rollouts(trainer, lambda rows, start, prompt_ids: [scripted_text(row_of(p), (start + i) % K)
+                                                              for i, p in enumerate(prompt_ids)])
     return trainer
 
 

@@ -1,10 +1,10 @@
 """Train CaOPD-SDPO, CaOPD-SDFT, CaOPD-SDFT with the TA-SC target and with adaptive allocation for a few steps on scripted rollouts and write what each process saw to JSON.
 
 Run by tests/test_trainer_multiprocess.py, once with one process and once under `torchrun --nproc_per_node 2`:
-    python tests/trainer_mp_run.py MODEL_DIR OUT_DIR --per-device 4
-    torchrun --nproc_per_node 2 tests/trainer_mp_run.py MODEL_DIR OUT_DIR --per-device 2
-The global batch is the same (4 rows = one prompt's K=4 rollouts per step); with two processes each prompt's group is
-split across them. Each rank writes OUT_DIR/<method>-rank<r>.json: per local row, the step, global row index, prompt
+    python tests/trainer_mp_run.py MODEL_DIR OUT_DIR --per-device 12 --prompts 3 --steps 3
+    torchrun --standalone --nproc_per_node 2 tests/trainer_mp_run.py MODEL_DIR OUT_DIR --per-device 6 --prompts 3 --steps 3
+The global batch is the same (12 rows = three prompts' K=4 rollouts per step); with two processes the first prompt's
+group is on the first, the last one's on the second, and the middle one's is split across them. Each rank writes OUT_DIR/<method>-rank<r>.json: per local row, the step, global row index, prompt
 id, mu_hat, revised completion and teacher prompt.
 """
 import argparse, json, os, sys
@@ -29,9 +29,10 @@ def main():
     p.add_argument('model_dir'); p.add_argument('out_dir')
     p.add_argument('--per-device', type=int, required=True)
     p.add_argument('--steps', type=int, default=4)
+    p.add_argument('--prompts', type=int, default=1, help='prompts per step')
     a = p.parse_args()
     tok = AutoTokenizer.from_pretrained(a.model_dir)
-    dataset = chemistry_rows(a.steps)  # one prompt per step
+    dataset = chemistry_rows(a.steps * a.prompts)  # each prompt once
     out = Path(a.out_dir); out.mkdir(parents=True, exist_ok=True)
     common = dict(use_cpu=True, bf16=False, gradient_checkpointing=False, report_to='none', disable_tqdm=True,
                   logging_steps=1, save_strategy='no', per_device_train_batch_size=a.per_device, num_generations=K,
