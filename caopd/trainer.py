@@ -6,7 +6,8 @@
 __all__ = ['SHRINKAGE_MIN_PROMPTS', 'EMA_TEACHER_FILE', 'CAOPD_PAPER', 'empirical_confidence', 'shrinkage_prior',
            'target_denominator', 'CaOPDMixin', 'EMATeacherCheckpoints', 'is_sharded', 'tied_names', 'full_state_dict',
            'save_ema_teacher', 'load_ema_teacher', 'CaOPDSDFTTrainer', 'CaOPDTeacherContextBuilder', 'CaOPDSDPOTrainer',
-           'script_rollouts', 'wilson_halfwidth', 'needs_more_rollouts', 'spread_requests', 'StepTimer']
+           'script_rollouts', 'trained_steps', 'wilson_halfwidth', 'needs_more_rollouts', 'spread_requests',
+           'StepTimer']
 
 # %% ../nbs/07_trainer.ipynb #c002
 import math, os, re, time, warnings
@@ -421,6 +422,19 @@ def _earlier_counts(self: CaOPDMixin, counts: torch.Tensor, rollouts: torch.Tens
     return earlier
 
 # %% ../nbs/07_trainer.ipynb #c032
+def trained_steps(
+    global_step: int,  # optimizer steps done when the rollouts were generated
+    micro_step: int,  # micro-batches done then (TRL's `_step`)
+    rows: int,  # local rows of the generation batch
+    steps_per_generation: int,  # micro-batches the generation batch is split into, in order (TRL's `split_tensor_dict`)
+    gradient_accumulation_steps: int,  # micro-batches per optimizer step
+) -> list[int]:  # per local row, the optimizer step (from 1) its micro-batch trains first
+    "The optimizer step each row of a generation batch trains: a batch can feed several (steps_per_generation > accumulation)."
+    per_slice = rows // steps_per_generation
+    return [global_step + 1 + (micro_step % gradient_accumulation_steps + b // per_slice) // gradient_accumulation_steps
+            for b in range(rows)]
+
+
 @patch
 def _log_rollout_metrics(self: CaOPDMixin, mode: str, texts: list[str], mu_all: torch.Tensor, all_success: torch.Tensor,
                          ids: list | None, drawn: tuple):
@@ -439,13 +453,15 @@ def _log_rollout_metrics(self: CaOPDMixin, mode: str, texts: list[str], mu_all: 
     if parsed.any(): m["caopd/verbalized_confidence"].append(conf[parsed].mean().item())
     if mode == "train":  # every distilled rollout, with its prompt, outcome, stated confidence and target
         targets = self.__dict__.setdefault("confidence_targets", [])
-        step = self.state.global_step + 1  # the optimizer step these rollouts train
-        local = list(zip(ids if ids is not None else [None] * len(texts), texts, stated, strict=True))
+        a = self.args
+        steps = trained_steps(self.state.global_step, self._step, len(texts), a.steps_per_generation,
+                              a.gradient_accumulation_steps)
+        local = list(zip(ids if ids is not None else [None] * len(texts), texts, stated, steps, strict=True))
         every = gather_object(local) if self.accelerator.num_processes > 1 else local  # rows in global order
         per_row = [t.repeat_interleave(G).tolist() for t in drawn]  # the counts of each row's prompt
         targets.extend(dict(step=step, id=i, completion=t, reward=r, confidence=c, mu_hat=v, successes=int(s), rollouts=int(n))
-                       for (i, t, c), r, v, s, n in zip(every, all_success.float().tolist(), mu_all.tolist(), *per_row,
-                                                         strict=True))
+                       for (i, t, c, step), r, v, s, n in zip(every, all_success.float().tolist(), mu_all.tolist(),
+                                                               *per_row, strict=True))
 
 # %% ../nbs/07_trainer.ipynb #c035
 def _stack(rows: list[list[int]], value: int, device) -> torch.Tensor:
