@@ -430,7 +430,7 @@ def trained_steps(
     gradient_accumulation_steps: int,  # micro-batches per optimizer step
 ) -> list[int]:  # per local row, the optimizer step (from 1) its micro-batch trains first
     "The optimizer step each row of a generation batch trains: a batch can feed several (steps_per_generation > accumulation)."
-    per_slice = rows // steps_per_generation
+    per_slice = max(1, rows // steps_per_generation)  # rows a micro-batch takes (a lesson's batch can be smaller)
     return [global_step + 1 + (micro_step % gradient_accumulation_steps + b // per_slice) // gradient_accumulation_steps
             for b in range(rows)]
 
