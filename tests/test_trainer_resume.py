@@ -30,6 +30,15 @@ def _max_diff(a, b):
     return max((a[k] - b[k]).abs().max().item() for k in a)
 
 
+@pytest.fixture(scope='module', autouse=True)
+def one_thread():
+    "The comparisons below are exact to 1e-6: one thread, so that no BLAS call splits its sums differently between runs."
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope='module')
 def setup(tmp_path_factory):
     from transformers import AutoTokenizer
