@@ -86,13 +86,14 @@ def test_same_mu_hat_on_one_and_two_processes(runs, method):
     drawn = lambda infos: logged(infos, 'caopd/rollouts_per_prompt')
     assert drawn(one_infos) == drawn(two_infos)
     if method in ('adaptive', 'sdpo_adaptive'):  # 2K for a prompt whose rollouts disagree, K for one whose agree
-        prompts = {s: {r['id'] for (t, _), r in one.items() if t == s} for s in sorted({s for s, _ in one})}
-        assert drawn(one_infos) == pytest.approx([sum(2 * K if 0 < n_right(i) < K else K for i in ids) / len(ids)
+        disagree = lambda i: 0 < n_right(i) < K
+        prompts = {}  # step: its prompts' ids, in row order
+        for (step, i), r in sorted(one.items()):
+            if i % K == 0: prompts.setdefault(step, []).append(r['id'])
+        assert drawn(one_infos) == pytest.approx([sum(2 * K if disagree(i) else K for i in ids) / len(ids)
                                                   for ids in prompts.values()])
-        both = [0 < n_right(i) < K for ids in prompts.values() for i in ids]
+        both = [disagree(i) for ids in prompts.values() for i in ids]
         assert any(both) and not all(both)  # both cases are covered
         # covered: a step where a prompt that agrees (and is skipped) comes before one that disagrees, so a round's
         # requests are not the step's prompts in order (the targets above are each prompt's own)
-        order = lambda step: [r['id'] for (t, i), r in sorted(one.items()) if t == step and i % K == 0]
-        disagree = lambda i: 0 < n_right(i) < K
-        assert any(not disagree(a) and disagree(b) for step in prompts for a, b in zip(order(step), order(step)[1:]))
+        assert any(not disagree(a) and disagree(b) for ids in prompts.values() for a, b in zip(ids, ids[1:]))
