@@ -17,12 +17,12 @@ from .preflight import GPUS
 from .runs import RunFolder, is_run
 
 # %% auto #0
-__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'RUN_RULES', 'WARMUP_IDENTITY', 'RunArguments', 'check_run',
-           'resolve_settings', 'select_prompts', 'warmup_stage', 'trainer_config', 'lora_config', 'method_args',
-           'Callback', 'RunFolderLog', 'plan_node', 'run_memory_plan', 'save_every_rank', 'merge_adapter',
-           'save_trained', 'TrainingDone', 'StopWhenTrained', 'end_process_group', 'train', 'cli_args', 'recipe_path',
-           'launch_command', 'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown', 'parse_args',
-           'main']
+__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'RUN_RULES', 'WARMUP_IDENTITY', 'RECIPE_ENV', 'RunArguments',
+           'check_run', 'resolve_settings', 'select_prompts', 'warmup_stage', 'trainer_config', 'lora_config',
+           'method_args', 'Callback', 'RunFolderLog', 'plan_node', 'run_memory_plan', 'save_every_rank',
+           'merge_adapter', 'save_trained', 'TrainingDone', 'StopWhenTrained', 'end_process_group', 'train', 'cli_args',
+           'recipe_path', 'launch_command', 'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown',
+           'parse_args', 'main']
 
 # %% ../nbs/13_train.ipynb #c006
 PRESETS = {
@@ -668,6 +668,33 @@ def plans_markdown(rows:list[dict], # `grid_plans(...)`
     return '\n'.join([head, *body])
 
 # %% ../nbs/13_train.ipynb #c037
+# The environment variables a recipe's `env:` may set: what caopd, or a library under it, reads for where and how a run
+# runs. Any other name is refused: a recipe is a file that is copied and shared, so a credential (HF_TOKEN,
+# WANDB_API_KEY, OPENAI_API_KEY) never goes in one, and a variable the plan or the launch depends on (WORLD_SIZE,
+# NCCL_BUFFSIZE in the memory plan) is not changed behind them.
+RECIPE_ENV = (
+    'CAOPD_DATA_DIR',  # the Chemistry and ToolAlpaca files (caopd.data)
+    'CAOPD_CACHE',  # converted checkpoints (caopd.models.cache_dir)
+    'CAOPD_OFFLINE', 'HF_HUB_OFFLINE', 'HF_DATASETS_OFFLINE', 'TRANSFORMERS_OFFLINE',  # no downloads: an offline node
+    'HF_HOME',  # where the hub's models and datasets are cached on the node
+    'TRL_EXPERIMENTAL_SILENCE',  # TRL's warning on importing trl.experimental (caopd.trainer sets it too)
+    'WANDB_PROJECT', 'WANDB_ENTITY', 'WANDB_MODE',  # where report_to='wandb' logs (its key stays in the environment)
+    'CUDA_VISIBLE_DEVICES',  # the GPUs the run uses (TRL's own example of `env:`)
+    'PYTORCH_CUDA_ALLOC_CONF',  # the CUDA caching allocator, e.g. expandable_segments:True against fragmentation
+)
+
+def _recipe_env(env, # a recipe's `env:` value
+                path:Path, # the recipe, for the message
+               ) -> dict:
+    "The variables a recipe's `env:` sets, as strings; refused, naming them (never their values), unless all are in `RECIPE_ENV`."
+    if not isinstance(env, dict): raise Refusal(f"--config {path}: env must be a mapping of environment variables to values")
+    unknown = [str(k) for k in env if str(k) not in RECIPE_ENV]
+    if unknown: raise Refusal(
+        f"--config {path}: env sets {', '.join(unknown)}, which a recipe may not set (it may set {', '.join(RECIPE_ENV)}); "
+        f"nothing was set. A credential such as HF_TOKEN or WANDB_API_KEY belongs in the environment caopd-train is "
+        f"started in, never in a file")
+    return {str(k): str(v) for k, v in env.items()}
+
 def _recipe(name:str) -> dict:
     "A `--config` recipe's mapping: a YAML file, or a shipped recipe of that file name (`recipe_path`)."
     import yaml
@@ -678,7 +705,7 @@ def _recipe(name:str) -> dict:
     try: spec = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e: raise Refusal(f"--config {path} is not valid YAML: {e}") from None
     if not isinstance(spec, dict): raise Refusal(f"--config {path} must hold a mapping of run arguments, got {spec!r}")
-    for k, v in (spec.pop('env', None) or {}).items(): os.environ[k] = str(v)  # TrlParser's `env` key, kept
+    os.environ.update(_recipe_env(spec.pop('env', None) or {}, path))  # TrlParser's `env` key, known variables only
     return spec
 
 def _config_overrides(run:RunArguments, # the parsed run arguments

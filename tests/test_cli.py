@@ -126,6 +126,22 @@ def test_train_unknown_flag_and_recipe_key_are_refused_alike(tmp_path):
     _refused(_run('caopd-train', '--config', recipe, '--out', tmp_path/'b'), said.format(f' (in {recipe})'))
     assert not (tmp_path/'a').exists() and not (tmp_path/'b').exists()
 
+def test_train_recipe_env_sets_only_the_variables_caopd_knows(tmp_path, monkeypatch):
+    "A recipe's env: sets only caopd.train.RECIPE_ENV; any other variable is refused by name (exit 2, one line) and none is set."
+    from caopd.train import parse_args
+    recipe = tmp_path/'r.yaml'
+    recipe.write_text('method: caopd-sdft\nenv:\n  CAOPD_CACHE: /tmp/set-by-the-recipe\n  NCCL_BUFFSIZE: 1\n')
+    res = _run('caopd-train', '--config', recipe, '--preset', 'cpu', '--dry_run', '--out', tmp_path/'run')
+    _refused(res, f'--config {recipe}: env sets NCCL_BUFFSIZE, which a recipe may not set', 'nothing was set')
+    assert not (tmp_path/'run').exists()
+    monkeypatch.setenv('CAOPD_CACHE', 'before'); monkeypatch.setenv('NCCL_BUFFSIZE', 'before')
+    with pytest.raises(ValueError, match='env sets NCCL_BUFFSIZE'): parse_args(['--config', str(recipe), '--out', str(tmp_path/'run')])
+    assert os.environ['CAOPD_CACHE'] == os.environ['NCCL_BUFFSIZE'] == 'before'  # neither set, not even the known one
+    recipe.write_text('method: caopd-sdft\nenv:\n  CAOPD_CACHE: /tmp/set-by-the-recipe\n')
+    parse_args(['--config', str(recipe), '--out', str(tmp_path/'run')])
+    from caopd.train import RECIPE_ENV
+    assert os.environ['CAOPD_CACHE'] == '/tmp/set-by-the-recipe' and 'CAOPD_CACHE' in RECIPE_ENV
+
 def test_train_refusal_of_the_method_config_comes_before_any_data(tmp_path):
     "CaOPD with K = 1 is refused by caopd.config's own check, before prompts load or the warm-up trains; nothing written."
     out = tmp_path/'run'
