@@ -655,26 +655,31 @@ def environment_record(packages:tuple=KEY_PACKAGES, # distribution names whose v
 # %% ../nbs/01_data.ipynb #c069
 CREDENTIAL_ENVS = {'hub_token': 'HF_TOKEN', 'push_to_hub_token': 'HF_TOKEN', 'token': 'HF_TOKEN', 'hf_token': 'HF_TOKEN',
                    'api_key': 'OPENAI_API_KEY', 'openai_api_key': 'OPENAI_API_KEY', 'wandb_api_key': 'WANDB_API_KEY'}
-# keys that hold a credential; `pad_token` and the like are tokenizer tokens, not credentials, so `token` must stand alone
-_CREDENTIAL_KEY = re.compile(r'^((hub|push_to_hub|hf|auth|access|bearer|api|refresh)_)?token$|(^|_)(api_?key|access_?key'
-                             r'|secret(_key)?|password|passwd|authorization|credentials?)$', re.I)
+# keys that hold a credential, as arguments and as a URL's query parameters (`?api-key=` read as `api_key`); `pad_token`
+# and the like are tokenizer tokens, not credentials, so `token` and `key` must stand alone; `sig` and `signature` sign
+# a URL (Azure SAS, S3 presigned)
+_CREDENTIAL_KEY = re.compile(r'^((hub|push_to_hub|hf|auth|access|bearer|api|refresh)_)?token$|^key$|^sig$|(^|_)(api_?key'
+                             r'|access_?key|secret(_key)?|password|passwd|authorization|credentials?|signature)$', re.I)
 
 class CredentialError(Refusal):  # a ValueError; one line and exit status 2 on the command line (caopd.cli.refusals)
     "A credential was given as an argument, where it would be written to disk and printed."
 
-def _url_userinfo(s:str) -> bool:
-    "Whether `s` holds a URL with a user name or password (`scheme://user:pw@host`)."
-    from urllib.parse import urlsplit
+def _url_credentials(s:str) -> list[tuple[str, str]]:
+    "(suffix of where, kind) of each credential in the URLs of `s`: user info ('', 'url'), a query or fragment parameter named like a credential key ('?api_key', 'query')."
+    from urllib.parse import parse_qsl, urlsplit
+    out = []
     for m in re.finditer(r'[A-Za-z][A-Za-z0-9+.-]*://\S+', s):
         try: u = urlsplit(m.group(0))
         except ValueError: continue
-        if u.username or u.password: return True
-    return False
+        if u.username or u.password: out.append(('', 'url'))
+        out += [(f'{sep}{k}', 'query') for sep, part in (('?', u.query), ('#', u.fragment))
+                for k, _ in parse_qsl(part) if _CREDENTIAL_KEY.search(k.replace('-', '_'))]
+    return list(dict.fromkeys(out))
 
 def credential_fields(obj, # a dict (nested dicts, lists, JSON strings), list or string of arguments
                       prefix:str='', # the path of `obj` itself
                      ) -> list[tuple[str, str]]:
-    "(where, kind) of every credential in `obj`: a key named like one that holds a value ('key'), or a URL with user info ('url')."
+    "(where, kind) of every credential in `obj`: a key named like one that holds a value ('key'), a URL with user info ('url') or with one in its query string ('query')."
     if isinstance(obj, dict):
         out = []
         for k, v in obj.items():
@@ -687,7 +692,7 @@ def credential_fields(obj, # a dict (nested dicts, lists, JSON strings), list or
         if obj.lstrip().startswith(('{', '[')):  # a dict given as its JSON (trainer_overrides, api_kwargs)
             try: return credential_fields(json.loads(obj), prefix)
             except json.JSONDecodeError: pass
-        return [(prefix, 'url')] if _url_userinfo(obj) else []
+        return [(prefix + at, kind) for at, kind in _url_credentials(obj)]
     return []
 
 def check_no_credentials(args:dict, # what a command was given, by name (nested dicts and JSON strings are searched)
@@ -700,6 +705,8 @@ def check_no_credentials(args:dict, # what a command was given, by name (nested 
     def fix(where, kind):
         if kind == 'url': return (f"{where} is a URL with user info: give it without (scheme://host/...)" +
                                   (f" and the key in the environment variable {env}" if env else ''))
+        if kind == 'query': return (f"{where} is a credential carried in a URL: give the URL without it and the "
+                                    f"credential in {f'the environment variable {env}' if env else 'the environment variable the library that needs it reads'}")
         var = CREDENTIAL_ENVS.get(where.rsplit('.', 1)[-1].lower())
         return f"{where} holds a credential: set {f'the environment variable {var}' if var else 'it in the environment variable the library that needs it reads'} instead"
     raise CredentialError((f"{command}: " if command else '') + '; '.join(fix(*f) for f in found) + ". Arguments are written to run folders "

@@ -99,3 +99,51 @@ def test_credentials_in_the_environment_reach_no_file(tmp_path, monkeypatch):
         evaluate('openai:m', data_dir=fixtures_dir(), base_url=api.url, out=str(out/'eval'), progress=False)
     assert {r['authorization'] for r in api.requests} == {f'Bearer {S}'}  # the key went where it is needed
     assert not _leaks(out, json.dumps(plan['settings']), ' '.join(cmd), str(plan['config']))
+
+
+@pytest.mark.parametrize('name', ['api_key', 'key', 'token', 'access_token', 'api-key'])
+def test_a_credential_in_the_query_string_is_refused_like_one_in_the_user_part(name, monkeypatch):
+    "`http://host/v1?api_key=...` as --base_url or $OPENAI_BASE_URL: refused, naming the parameter and OPENAI_API_KEY, never the value."
+    from caopd.data import CredentialError
+    from caopd.evaluate import api_base_url
+    url = f'http://127.0.0.1:9/v1?model=m&{name}={S}'
+    monkeypatch.delenv('OPENAI_BASE_URL', raising=False)
+    for given, where in ((url, 'base_url'), (None, 'OPENAI_BASE_URL')):
+        if given is None: monkeypatch.setenv('OPENAI_BASE_URL', url)
+        with pytest.raises(CredentialError) as e: api_base_url(given)
+        said = str(e.value)
+        assert said.startswith(f'{where}?{name} is a credential carried in a URL') and 'OPENAI_API_KEY' in said, said
+        assert S not in said
+    monkeypatch.delenv('OPENAI_BASE_URL')
+    azure = 'https://r.openai.azure.com/openai/deployments/d?api-version=2024-02-01'  # a query without a credential
+    assert api_base_url(azure) == azure
+
+
+def test_commands_refuse_a_credential_in_a_query_string(tmp_path, capsys):
+    "caopd-evaluate --base_url and caopd-train --data_dir with `?token=...`: exit 2, one line, nothing written, the value not shown."
+    from caopd.data import fixtures_dir
+    from caopd.train import main
+    out = tmp_path/'eval'
+    res = subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--model', 'openai:m', '--data_dir', str(fixtures_dir()),
+                          '--out', str(out), '--base_url', f'http://127.0.0.1:9/v1?api_key={S}'], capture_output=True,
+                         text=True, timeout=300, cwd=ROOT, env=dict(os.environ, OPENAI_API_KEY='k'))
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr[-2000:]
+    assert res.stderr.startswith('caopd-evaluate: error: base_url?api_key is a credential') and 'OPENAI_API_KEY' in res.stderr
+    assert not _leaks(out, res.stdout, res.stderr) and not out.exists()
+    with pytest.raises(SystemExit) as e:
+        main(['--data_dir', f'https://example.org/data?token={S}', '--preset', 'cpu', '--out', str(tmp_path/'run')])
+    said = capsys.readouterr().err
+    assert e.value.code == 2 and 'data_dir?token is a credential carried in a URL' in said, said
+    assert not _leaks(tmp_path/'run', said) and not (tmp_path/'run').exists()
+
+
+def test_a_recipe_cannot_set_a_credential_in_the_environment(tmp_path, monkeypatch, capsys):
+    "A recipe's `env: {HF_TOKEN: ...}` is refused by name (one line, exit 2); the variable keeps its value, never shown."
+    from caopd.train import main
+    monkeypatch.setenv('HF_TOKEN', 'the one the user set')
+    (tmp_path/'recipe.yaml').write_text(f'method: sdft\nenv:\n  HF_TOKEN: {S}\n')
+    with pytest.raises(SystemExit) as e:
+        main(['--config', str(tmp_path/'recipe.yaml'), '--preset', 'cpu', '--dry_run', '--out', str(tmp_path/'run')])
+    said = capsys.readouterr().err
+    assert e.value.code == 2 and len(said.strip().splitlines()) == 1 and 'env sets HF_TOKEN, which a recipe may not set' in said, said
+    assert os.environ['HF_TOKEN'] == 'the one the user set' and not _leaks(tmp_path/'run', said)
