@@ -8,30 +8,38 @@ import dataclasses, json, math, os, shutil, subprocess, sys, threading, time, tr
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cli import command, integer, real
+from .cli import Refusal, command, integer, real
 
 # %% auto #0
-__all__ = ['SMOKE_MODEL', 'STATUSES', 'ROWS', 'N_QUESTIONS', 'KILLED_TRAIN', 'SEND_BACK', 'NotRun', 'CheckFailed', 'expect',
-           'parse_memory_used', 'gpu_memory_used', 'GPUPeak', 'SmokeContext', 'run_check', 'tiny_model_dir',
-           'smoke_run', 'plan_gib', 'check_versions', 'check_vllm_eval', 'check_train', 'check_resume',
-           'check_save_reload', 'check_fsdp2_train', 'check_fsdp2_lora_save', 'planned_rows', 'exit_code',
-           'smoke_markdown', 'smoke', 'main']
+__all__ = ['SMOKE_MODEL', 'STATUSES', 'ROWS', 'NEEDS_VLLM', 'N_QUESTIONS', 'KILLED_TRAIN', 'SEND_BACK', 'VLLM_OFF', 'row_title',
+           'NotRun', 'CheckFailed', 'expect', 'parse_memory_used', 'gpu_memory_used', 'GPUPeak', 'parse_gpu_list',
+           'nvidia_smi_gpus', 'devices_torch_should_see', 'GPUUnusable', 'unusable_gpus', 'SmokeContext', 'run_check',
+           'tiny_model_dir', 'smoke_run', 'plan_gib', 'check_versions', 'check_vllm_eval', 'check_train',
+           'check_resume', 'check_save_reload', 'check_fsdp2_train', 'check_fsdp2_lora_save', 'planned_rows',
+           'exit_code', 'smoke_markdown', 'smoke', 'main']
 
 # %% ../nbs/14_smoke.ipynb #c006
 SMOKE_MODEL = 'Qwen3-0.6B'  # the paper's smallest model: every GPU row runs it
 STATUSES = ('pass', 'fail', 'not run')
-ROWS = {  # id -> (the check, where it runs)
+ROWS = {  # id -> (the check, where it runs); {vllm} says whether the row's run generated with vLLM (`row_title`)
     'versions': ('versions in range (torch, CUDA, vLLM, TRL, transformers)', 'any'),
     'vllm_eval': ('vLLM evaluation of 16 Chemistry questions', 'gpu'),
-    'train': ('two CaOPD-SDFT steps, vLLM colocated', 'gpu'),
-    'resume': ('checkpoint, kill, resume (EMA teacher kept)', 'gpu'),
+    'train': ('two CaOPD-SDFT steps, {vllm}', 'gpu'),
+    'resume': ('checkpoint, kill, resume (EMA teacher kept), {vllm}', 'gpu'),
     'save_reload': ('save, reload and generate', 'gpu'),
-    'fsdp2_train': ('two FSDP2 steps on every GPU', 'gpus'),
-    'fsdp2_lora_save': ('LoRA save under FSDP2 (adapter on every rank, merged)', 'gpus'),
-    'train_cpu': ('two CaOPD-SDFT steps on CPU (tiny model)', 'cpu'),
-    'resume_cpu': ('checkpoint, kill, resume on CPU (tiny model)', 'cpu'),
+    'fsdp2_train': ('two FSDP2 steps on every GPU, {vllm}', 'gpus'),
+    'fsdp2_lora_save': ('LoRA save under FSDP2 (adapter on every rank, merged), {vllm}', 'gpus'),
+    'train_cpu': ('two CaOPD-SDFT steps on CPU (tiny model), vLLM off', 'cpu'),
+    'resume_cpu': ('checkpoint, kill, resume on CPU (tiny model), vLLM off', 'cpu'),
     'save_reload_cpu': ('save, reload and generate on CPU (tiny model)', 'cpu'),
 }
+NEEDS_VLLM = ('vllm_eval',)  # rows that are vLLM itself: not run with use_vllm=False (the training rows then run without it)
+
+def row_title(row_id:str, # a key of `ROWS`
+              use_vllm:bool=True, # whether the GPU training rows generate with vLLM (colocated)
+             ) -> str:
+    "The row's check in words, saying whether its run generated with vLLM."
+    return ROWS[row_id][0].format(vllm='vLLM colocated' if use_vllm else 'vLLM off')
 
 # %% ../nbs/14_smoke.ipynb #c008
 class NotRun(Exception):
@@ -87,6 +95,57 @@ class GPUPeak:
         if not self.peak: return None
         return round(max(p - b for p, b in zip(self.peak, self.base)) / 1024, 2)
 
+# %% ../nbs/14_smoke.ipynb #c012b
+def parse_gpu_list(text:str) -> list[dict]:
+    "Each GPU of `nvidia-smi --query-gpu=name,mig.mode.current --format=csv,noheader` output: its name and whether MIG is on."
+    gpus = []
+    for line in filter(str.strip, text.splitlines()):
+        name, _, mig = line.rpartition(',') if ',' in line else (line, '', '')
+        gpus.append(dict(name=name.strip(), mig=mig.strip().lower() == 'enabled'))
+    return gpus
+
+def nvidia_smi_gpus() -> list[dict] | None:
+    "The GPUs nvidia-smi lists (all the node has: it ignores CUDA_VISIBLE_DEVICES); None where nvidia-smi is missing or fails."
+    if not shutil.which('nvidia-smi'): return None
+    try: res = subprocess.run(['nvidia-smi', '--query-gpu=name,mig.mode.current', '--format=csv,noheader'],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError): return None
+    return parse_gpu_list(res.stdout) if res.returncode == 0 else None
+
+def devices_torch_should_see(gpus:list[dict], # `nvidia_smi_gpus()`
+                             visible:str|None=None, # $CUDA_VISIBLE_DEVICES (None: unset)
+                            ) -> int:
+    "CUDA devices a process here should see: every GPU listed, or the entries of `visible` up to the first that names none; one under MIG."
+    n = len(gpus)
+    if visible is not None:
+        named = 0
+        for e in (e.strip() for e in visible.split(',')):
+            if not ((e.isdigit() and int(e) < len(gpus)) or e.startswith(('GPU-', 'MIG-'))): break
+            named += 1
+        n = min(n, named)
+    return min(n, 1) if any(g['mig'] for g in gpus) else n
+
+class GPUUnusable(Refusal):  # one line and exit status 2 on the command line (caopd.cli.refusals)
+    "nvidia-smi lists a GPU that torch cannot use: the smoke test stops before a pass that looked at nothing."
+
+def unusable_gpus(status:dict, # `caopd.preflight.cuda_status()`
+                  gpus:list[dict]|None, # `nvidia_smi_gpus()` (None: no nvidia-smi)
+                  visible:str|None=None, # $CUDA_VISIBLE_DEVICES (None: unset)
+                 ) -> str|None:
+    "One line naming both counts and the likely cause when torch can use fewer GPUs than nvidia-smi lists (as `visible` allows); else None."
+    from caopd.preflight import no_gpu_reason
+    if not gpus: return None
+    want, have = devices_torch_should_see(gpus, visible), status['devices'] if status['available'] else 0
+    if have >= want: return None
+    listed = (f"nvidia-smi lists {len(gpus)} GPU{'s' if len(gpus) > 1 else ''} ({', '.join(sorted({g['name'] for g in gpus}))})"
+              + (f", {want} of them in CUDA_VISIBLE_DEVICES={visible}" if visible is not None else ''))
+    if not status['available']: cause = no_gpu_reason(status) + (
+        ': install a CUDA build of torch (.ci/env with CAOPD_TORCH)' if not status['build'] else '')
+    else: cause = ('a GPU in an error state, one held in exclusive mode by another process, or a container that passes '
+                   'fewer devices through (see nvidia-smi)')
+    return (f"{listed}, but torch {status['torch']} can use {have}: {cause}. Stopped before any row: without the GPUs the "
+            f"smoke test would check only the CPU rows (CUDA_VISIBLE_DEVICES= runs them on purpose)")
+
 # %% ../nbs/14_smoke.ipynb #c014
 @dataclass
 class SmokeContext:
@@ -98,6 +157,7 @@ class SmokeContext:
     max_completion_length: int = 512  # rollout and evaluation length of the GPU rows, in tokens
     timeout: float = 1200  # seconds one child process may take before it is killed
     echo: bool = False  # also print the children's output here
+    use_vllm: bool = True  # the GPU training rows generate with vLLM colocated (False: with transformers; vLLM rows not run)
     done: dict = field(default_factory=dict)  # row id -> its result row
 
     def __post_init__(self):
@@ -134,7 +194,7 @@ def run_check(ctx:SmokeContext, # the shared context
               fn, # the row: fn(ctx) -> dict (detail, plan_gib) or raises `NotRun` / anything
              ) -> dict:
     "Run one row: its status, seconds, peak GPU memory (GiB) and the plan's, and a detail line; recorded in `ctx.done`."
-    check, where = ROWS[row_id]
+    check, where = row_title(row_id, ctx.use_vllm), ROWS[row_id][1]
     row = dict(id=row_id, check=check, where=where, status='not run', seconds=None, peak_gib=None, plan_gib=None,
                detail='')
     ctx.log(f'\n===== {row_id}: {check} =====')
@@ -164,13 +224,13 @@ def smoke_run(ctx:SmokeContext, # the shared context
               name:str, # the run folder's name under `ctx.out` (deleted first: every row starts afresh)
               **changes, # other `caopd.train.RunArguments` fields (num_processes, lora_r, max_steps, ...)
              ):
-    "`RunArguments` of a small CaOPD-SDFT run: Qwen3-0.6B, paper preset and vLLM on a GPU; the tiny model on CPU."
+    "`RunArguments` of a small CaOPD-SDFT run: Qwen3-0.6B, paper preset and vLLM (unless `ctx.use_vllm` is False) on a GPU; the tiny model on CPU."
     from caopd.train import RunArguments
     out = ctx.out/name
     if out.exists(): shutil.rmtree(out)
     if ctx.gpus:
         base = dict(model=ctx.model, preset='paper', data_dir=ctx.data_dir, K=4, prompts_per_step=2, n_train=16,
-                    max_completion_length=ctx.max_completion_length)
+                    max_completion_length=ctx.max_completion_length, use_vllm=ctx.use_vllm)
     else:
         base = dict(model=tiny_model_dir(ctx), preset='cpu', K=2, prompts_per_step=1, n_train=8, max_completion_length=8,
                     format_warmup='off')
@@ -193,9 +253,9 @@ def check_versions(ctx:SmokeContext) -> dict:
     "Row `versions`: `caopd.preflight.version_table` has nothing out of range, and nothing the machine needs missing."
     from caopd.preflight import version_table
     rows = version_table()
-    need = {'torch', 'trl', 'transformers'} | ({'CUDA', 'vllm'} if ctx.gpus else set())
+    need = {'torch', 'trl', 'transformers'} | ({'CUDA'} if ctx.gpus else set()) | ({'vllm'} if ctx.gpus and ctx.use_vllm else set())
     bad = [f"{r['package']} {r['installed']} (supported {r['supported']}: {r['source']})" for r in rows
-           if r['in_range'] == 'no']
+           if r['in_range'] == 'no' and (ctx.use_vllm or r['package'] != 'vllm')]  # vLLM off: not used, not checked
     missing = [r['package'] for r in rows if r['in_range'] == 'not installed' and r['package'] in need]
     expect(not bad, f"out of range: {'; '.join(bad)}. Rebuild the environment (CAOPD_EXTRAS=vllm .ci/env true) or "
                     f"install the versions named")
@@ -392,23 +452,33 @@ def _not_run(reason:str):
 
 SEND_BACK = ("a row failed: send smoke.md, smoke.json and smoke.log from {out} (smoke.log holds every child's output "
              "and each failure's traceback; logs/ has the same split by row)")
+VLLM_OFF = 'needs vLLM, and the smoke test ran with --use_vllm false'
 
 def smoke(out:str|Path='runs/smoke', # the output folder: smoke.md, smoke.json, smoke.log, logs/ and the rows' run folders
           model:str=SMOKE_MODEL, # the model of the GPU rows
           data_dir:str|None=None, # Chemistry's data folder for the GPU rows (None: $CAOPD_DATA_DIR, ../shared/data or the hub)
           max_completion_length:int=512, # tokens of the GPU rows' rollouts and evaluation answers
           timeout:float=1200, # seconds a row's child process may take before it is killed (with its workers)
+          use_vllm:bool=True, # generate with vLLM (False: every GPU row that does not need vLLM runs, with transformers)
           echo:bool=False, # print the children's output too (it is always in smoke.log)
           verbose:bool=True, # print each row as it finishes, and the table
          ) -> list[dict]:
-    "Run every row this machine can run, write smoke.md and smoke.json into `out`, and return the rows."
+    "Run every row this machine can run, write smoke.md and smoke.json into `out`, and return the rows; `GPUUnusable` first when torch cannot use a GPU nvidia-smi lists."
     import platform, torch
     from caopd.preflight import cuda_status, no_gpu_reason, version_table, versions_markdown
     t0, status = time.time(), cuda_status()
     gpus = status['devices'] if status['available'] else 0
     ctx = SmokeContext(Path(out), gpus=gpus, model=model, data_dir=data_dir, max_completion_length=max_completion_length,
-                       timeout=timeout, echo=echo)
+                       timeout=timeout, echo=echo, use_vllm=use_vllm)
     ctx.log_path.write_text('')
+    listed = nvidia_smi_gpus()
+    unusable = unusable_gpus(status, listed, os.environ.get('CUDA_VISIBLE_DEVICES'))
+    if unusable:  # before any row: the CPU rows alone would pass on a GPU node whose GPUs were never used
+        ctx.log(unusable)
+        (ctx.out/'smoke.md').write_text(f'# caopd smoke test\n\nNot run: {unusable}\n')
+        (ctx.out/'smoke.json').write_text(json.dumps(dict(rows=[], exit_code=2, refused=unusable, gpus=gpus,
+                                                          nvidia_smi=listed, cuda=status), indent=2) + '\n')
+        raise GPUUnusable(unusable)
     no_gpu = None if gpus else no_gpu_reason(status)
     where = (f"{gpus} x {torch.cuda.get_device_name(0)}" if gpus else f"no GPU: {no_gpu}")
     ctx.log(f'caopd smoke test on {platform.node()}, {where}; started {time.strftime("%Y-%m-%d %H:%M:%S")}')
@@ -416,7 +486,8 @@ def smoke(out:str|Path='runs/smoke', # the output folder: smoke.md, smoke.json, 
     for row_id, fn in planned_rows(gpus):
         if ROWS[row_id][1] in ('gpu', 'gpus') and not gpus:
             fn = _not_run(f'no GPU: {no_gpu}')
-        if verbose: print(f'[caopd-smoke] {row_id}: {ROWS[row_id][0]} ...', flush=True)
+        elif row_id in NEEDS_VLLM and not use_vllm: fn = _not_run(VLLM_OFF)
+        if verbose: print(f'[caopd-smoke] {row_id}: {row_title(row_id, use_vllm)} ...', flush=True)
         r = run_check(ctx, row_id, fn)
         rows.append(r)
         took = '' if r['seconds'] is None else f" in {r['seconds']} s"
@@ -424,11 +495,15 @@ def smoke(out:str|Path='runs/smoke', # the output folder: smoke.md, smoke.json, 
     notes = [f'{where}; {round(time.time() - t0)} s; {time.strftime("%Y-%m-%d %H:%M:%S")}.']
     if not gpus: notes.append('The GPU rows were not run, so the GPU path is NOT checked by this table; the CPU rows '
                               'ran the same code paths with a tiny model.')
+    elif not use_vllm: notes.append('vLLM was off (--use_vllm false): the vLLM evaluation was not run and the training rows '
+                                    'generated with transformers, so vLLM (evaluation and colocated rollouts) is NOT '
+                                    'checked by this table.')
     if exit_code(rows): notes.append(SEND_BACK.format(out=ctx.out))
     versions = version_table(status)
     text = smoke_markdown(rows, notes=notes) + '\n## Versions\n\n' + versions_markdown(versions) + '\n'
     (ctx.out/'smoke.md').write_text(text)
-    (ctx.out/'smoke.json').write_text(json.dumps(dict(rows=rows, exit_code=exit_code(rows), gpus=gpus, cuda=status,
+    (ctx.out/'smoke.json').write_text(json.dumps(dict(rows=rows, exit_code=exit_code(rows), gpus=gpus, use_vllm=use_vllm,
+                                                      nvidia_smi=listed, cuda=status,
                                                       no_gpu_reason=no_gpu, versions=versions, model=model,
                                                       seconds=round(time.time() - t0, 1)), indent=2) + '\n')
     if verbose: print('\n' + text + f'\nwrote {ctx.out/"smoke.md"}, smoke.json and smoke.log', flush=True)
@@ -441,13 +516,16 @@ def main(out:str='runs/smoke', # output folder: smoke.md and smoke.json (the tab
          data_dir:str=None, # Chemistry's data folder (default: $CAOPD_DATA_DIR, ../shared/data, or the hub)
          max_completion_length:int=512, # tokens of the GPU rows' rollouts and evaluation answers
          timeout:float=1200, # seconds one row's child process may run before it is killed
+         use_vllm:bool=True, # generate with vLLM; false: run every GPU row that does not need vLLM, generating with transformers
          echo:bool=False, # also print the children's output (always written to smoke.log)
         ):
     """Smoke-test this machine before a long run (about a quarter-hour on a GPU node): versions in range, a vLLM
     evaluation of 16 Chemistry questions with Qwen3-0.6B, two CaOPD-SDFT steps with vLLM colocated, a checkpoint that
     survives a kill and resumes, save and reload, and on 2+ GPUs two FSDP2 steps and a LoRA save. Writes a table (pass,
-    fail or not run; seconds; peak GPU memory against the preflight plan) to OUT/smoke.md and OUT/smoke.json. Without a
-    GPU the GPU rows are not run and tiny-model CPU rows check the same code. Exit code 1 when a row that ran failed."""
+    fail or not run; seconds; peak GPU memory against the preflight plan) to OUT/smoke.md and OUT/smoke.json. With
+    --use_vllm false the vLLM evaluation is not run and the training rows run with vLLM off. Without a GPU the GPU rows
+    are not run and tiny-model CPU rows check the same code. Exit code 1 when a row that ran failed; 2, before any row,
+    when nvidia-smi lists a GPU that torch cannot use (a CPU build of torch, a driver too old)."""
     rows = smoke(out, model=model, data_dir=data_dir, max_completion_length=max_completion_length, timeout=timeout,
-                 echo=echo)
+                 use_vllm=use_vllm, echo=echo)
     raise SystemExit(exit_code(rows))
