@@ -9,25 +9,18 @@ from pathlib import Path
 
 from .data import check_no_credentials, shipped_file
 from .cli import Refusal, command, named
-from .evaluate import read_jsonl, write_jsonl
+from .io import read_json, read_jsonl, write_json, write_jsonl
 from .metrics import REPORT_KEYS
 
 # %% auto #0
-__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'RUN_IDENTITY', 'OVERRIDES_NOT_IDENTITY', 'REPLACED', 'read_json', 'RunFolder', 'is_run',
-           'load_run', 'run_identity', 'identity_diff', 'run_folder', 'diff_text', 'runs_table', 'papermill_command',
-           'read_grid', 'run_grid', 'main']
+__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'RUN_IDENTITY', 'OVERRIDES_NOT_IDENTITY', 'REPLACED', 'RunFolder', 'is_run', 'load_run',
+           'run_identity', 'identity_diff', 'run_folder', 'diff_text', 'runs_table', 'papermill_command', 'read_grid',
+           'run_grid', 'main']
 
 # %% ../nbs/11_runs.ipynb #c005
 RUN_METRICS = REPORT_KEYS  # every key of a calibration report (caopd.metrics): metrics, stated subset, intervals
 RUN_COLUMNS = ('model', 'domain', 'method', 'protocol', 'train_domains', 'eval_domain', 'K', 'scale', 'max_steps',
                'format_warmup', 'warmup_domains')  # the warm-up: its loss mask (False: none) and the domains it showed
-
-def read_json(path:Path, what:str) -> dict:
-    "A JSON file of a run folder; a missing or broken one is named, with `what` it should have held or how to remake it."
-    try: return json.loads(path.read_text())
-    except FileNotFoundError: raise FileNotFoundError(f"{path} is missing: {what}") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"{path} is not valid JSON ({e}); re-run the run that wrote it") from None
 
 class RunFolder:
     "The run-folder contract: where each part of a training run lives; written by `caopd.train`, read by all the rest."
@@ -47,10 +40,7 @@ class RunFolder:
 
     @property
     def finished(self) -> bool: return self.settings.is_file() and self.metrics.is_file()
-    def _write(self, path:Path, obj):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + '.tmp')
-        tmp.write_text(json.dumps(obj, indent=2) + '\n'); tmp.replace(path)  # an interruption leaves the old file whole
+    def _write(self, path:Path, obj): write_json(path, obj)  # whole or not at all (caopd.io)
     def read_settings(self, missing_ok:bool=False) -> dict:
         if missing_ok and not self.settings.is_file(): return {}
         return read_json(self.settings, 'not a run folder of caopd.train / nbs/train.ipynb (or the run did not start)')
@@ -61,12 +51,12 @@ class RunFolder:
     def read_training(self) -> dict: return read_json(self.training, 'the training stage did not finish')
     def write_training(self, record:dict): self._write(self.training, record)
     def read_log(self) -> list[dict]: return read_jsonl(self.log) if self.log.is_file() else []
-    def write_log(self, log:list[dict]): write_jsonl(log, self.log)
+    def write_log(self, log:list[dict]): write_jsonl(self.log, log)
     def read_targets(self) -> list[dict]:
         "The run's rollout records (each with `step` and `mu_hat`), from rollouts.jsonl or an older run's mu_hat.jsonl."
         path = next((p for p in (self.rollouts, self.mu_hat) if p.is_file()), None)
         return read_jsonl(path) if path is not None else []
-    def write_targets(self, targets:list[dict]): write_jsonl(targets, self.rollouts)
+    def write_targets(self, targets:list[dict]): write_jsonl(self.rollouts, targets)
 
     def load(self) -> dict:
         "The finished run as a dict: path, settings, before/after (calibration reports), elicited (or None), log."
