@@ -9,6 +9,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from .io import atomic_write, read_jsonl, write_json, write_jsonl as _write_jsonl
 from .cli import Refusal, command, integer, json_object, named, nonempty, one_of, real
 from .confidence import parse_confidence
 from .data import PAPER_DOMAINS, check_domain, environment_record, load_domain
@@ -20,10 +21,9 @@ from .figures import confidence_histogram, reliability_diagram, risk_coverage_cu
 __all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'BREAKDOWNS',
            'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'generate', 'generate_vllm', 'api_base_url',
            'openai_client', 'generate_openai', 'ScriptedAPI', 'resolve_backend', 'score_completion',
-           'score_completions', 'write_jsonl', 'append_jsonl', 'read_jsonl', 'report_markdown', 'breakdown_key',
-           'records_report', 'breakdown', 'breakdown_markdown', 'RunMismatchError', 'prompts_sha256', 'kept_records',
-           'open_run', 'evaluate', 'write_run', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol',
-           'main']
+           'score_completions', 'write_jsonl', 'append_jsonl', 'report_markdown', 'breakdown_key', 'records_report',
+           'breakdown', 'breakdown_markdown', 'RunMismatchError', 'prompts_sha256', 'kept_records', 'open_run',
+           'evaluate', 'write_run', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'main']
 
 # %% ../nbs/09_evaluate.ipynb #c006
 def _generate_batches(model, tokenizer, # a transformers causal LM and its tokenizer
@@ -337,13 +337,8 @@ def score_completions(rows,  # dataset rows with `id`, `answer` and `prompt` (a 
 
 # %% ../nbs/09_evaluate.ipynb #c031
 def write_jsonl(records:list[dict], path):
-    "Write `records` as JSON lines to `path`, through a temporary file (an interruption leaves the old file whole)."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + '.tmp')
-    with open(tmp, 'w', encoding='utf-8') as f:
-        for r in records: f.write(json.dumps(r, ensure_ascii=False) + '\n')
-    tmp.replace(path)
-    return path
+    "Write `records` as JSON lines to `path`, whole or not at all (`caopd.io.write_jsonl`, which takes the path first)."
+    return _write_jsonl(path, records)
 
 def append_jsonl(records:list[dict], path):
     "Append `records` as JSON lines to `path`, flushed to disk before returning."
@@ -352,16 +347,6 @@ def append_jsonl(records:list[dict], path):
         f.write(''.join(json.dumps(r, ensure_ascii=False) + '\n' for r in records))
         f.flush(); os.fsync(f.fileno())
     return path
-
-def read_jsonl(path) -> list[dict]:
-    "Read a JSON lines file written by `write_jsonl`, naming the line of any malformed record."
-    out = []
-    with open(path, encoding='utf-8') as f:
-        for i, line in enumerate(f, 1):
-            if not line.strip(): continue
-            try: out.append(json.loads(line))
-            except json.JSONDecodeError as e: raise ValueError(f"{path}, line {i}: not valid JSON ({e.msg})") from None
-    return out
 
 # %% ../nbs/09_evaluate.ipynb #c032
 def _fmt(v) -> str:
@@ -467,7 +452,7 @@ def kept_records(path,  # a run folder's records.jsonl
             warnings.warn(f"{path}, line {text.count(chr(10)) + 1 if head else 1}: a record cut off mid-write (a killed "
                           f"run; {len(tail)} characters: {tail[:60]!r}...) is dropped from the file; the sample it held "
                           f"is generated again", stacklevel=2)
-        path.write_text(text, encoding='utf-8')
+        atomic_write(path, text)
     return read_jsonl(path)
 
 def open_run(out,  # the run folder
@@ -495,7 +480,7 @@ def open_run(out,  # the run folder
                                f"unknown, so they cannot be resumed. {fix}")
     else:
         out.mkdir(parents=True, exist_ok=True)
-        spath.write_text(json.dumps(identity, indent=2) + '\n')
+        write_json(spath, identity)
     return kept_records(path)
 
 # %% ../nbs/09_evaluate.ipynb #c035
@@ -523,6 +508,7 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
              tensor_parallel_size:int=1,  # vllm backend: GPUs the engine shards the model over
              max_model_len:int=None,  # vllm backend: the engine's context length (None: the model's)
              overwrite:bool=False,  # start `out` over (delete its earlier records) instead of resuming it
+             dtype:str|None=None,  # transformers backend: the weights' dtype ('bfloat16', 'float32'; None: bfloat16 on a GPU, float32 on CPU)
             ) -> tuple[list[dict], dict]:
     "Evaluate `model` on a split: generate, parse, verify, report; returns (records, report). Samples already in `out` are kept."
     backend = resolve_backend(model, backend)
@@ -537,6 +523,13 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     elif base_url or api_key: raise Refusal(  # it would be ignored: the model runs here, not behind an endpoint
         f"{'base_url' if base_url else 'api_key'} is for the openai backend, but model={model_name!r} runs with "
         f"backend={backend!r}; pass model='openai:<name>' to evaluate an endpoint's model, or leave it out")
+    if backend != 'openai':  # the model runs here: a checkpoint whose weights are not finite is refused before any work
+        from caopd.guards import check_finite_weights, guard_attention
+        if not is_pair: check_finite_weights(model)
+        attention = guard_attention()  # no cuDNN SDPA where it returns NaN (caopd.guards), as in training
+    if backend == 'transformers':  # the weights' dtype, recorded as loaded
+        from caopd.models import default_dtype
+        dtype = str(model[0].dtype if is_pair else dtype or default_dtype()).replace('torch.', '')
     rows = load_domain(domain, split, data_dir=data_dir)
     if limit is not None: rows = rows.select(range(min(limit, len(rows))))
     rows_list, prompts = list(rows), rows['prompt']
@@ -571,7 +564,7 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
             for k, samples in zip(todo, comps): keep_prompt(k, samples)
         else:
             from caopd.models import load_model, chat_template_kwargs
-            lm, tok = model if is_pair else load_model(model)
+            lm, tok = model if is_pair else load_model(model, dtype=dtype)
             generate(lm, tok, prompts, n=n_samples, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
                      batch_size=batch_size, chat_template_kwargs=chat_template_kwargs(tok.name_or_path if is_pair else model, tok),
                      seed=seed, progress=progress, samples=[(k, j) for k in todo for j in missing[k]],
@@ -595,6 +588,8 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
                         timeout=timeout, max_retries=max_retries)
     if backend == 'vllm': settings.update(tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len)
     settings['environment'] = environment_record()
+    if backend == 'transformers': settings['dtype'] = dtype
+    if backend != 'openai': settings['attention'] = attention
     if out is not None: write_run(out, records, report, settings)
     return records, report
 
@@ -609,10 +604,10 @@ def write_run(out,  # the run folder
     write_jsonl(records, out/'records.jsonl')
     key = breakdown_key(records, settings['domain']) if settings.get('domain') else None
     by = dict(key=key, groups=breakdown(records, key)) if key else None
-    (out/'report.json').write_text(json.dumps(dict(settings=settings, report=report, breakdown=by), indent=2) + '\n')
+    write_json(out/'report.json', dict(settings=settings, report=report, breakdown=by))
     title = f"{settings.get('model')} on {settings.get('domain')}/{settings.get('split')} (n={report['n']})"
-    (out/'report.md').write_text(report_markdown(report, title)
-                                 + (f"\n{breakdown_markdown(by['groups'], key, f'By {BREAKDOWNS[key]}')}" if by else ''))
+    atomic_write(out/'report.md', report_markdown(report, title)
+                 + (f"\n{breakdown_markdown(by['groups'], key, f'By {BREAKDOWNS[key]}')}" if by else ''))
     conf = [r['confidence'] for r in records]; correct = [r['correct'] for r in records]
     save_figure(reliability_diagram(conf, correct, title=f'Reliability: {title}'), out/'reliability')
     save_figure(confidence_histogram({'verbalized confidence': [c for c in conf if c is not None]},
@@ -686,6 +681,7 @@ EVALUATE_RULES = {  # parameter: (rule, why), checked before any model or data l
     'workers': (integer(1), 'concurrent requests'), 'timeout': (real(0, lo_open=True), 'seconds per request'),
     'max_retries': (integer(0), '0: no retry'), 'tensor_parallel_size': (integer(1), 'GPUs'),
     'max_model_len': (integer(1), "None: the model's context length"),
+    'dtype': (one_of('bfloat16', 'float32'), 'None: bfloat16 on a GPU, float32 on CPU'),
 }
 
 @command('caopd-evaluate', EVALUATE_RULES)
@@ -710,6 +706,7 @@ def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoi
          tensor_parallel_size:int=1,  # vllm backend: GPUs to shard the model over
          max_model_len:int=None,  # vllm backend: the engine's context length (default: the model's)
          overwrite:bool=False,  # start `out` over instead of resuming the evaluation there
+         dtype:str=None,  # transformers backend: 'bfloat16' or 'float32' (default: bfloat16 on a GPU, float32 on CPU)
         ):
     "Evaluate a model's accuracy and calibration on a task split and print the report."
     started = math.floor(time.time()) - 1  # a file system may keep whole seconds only
@@ -717,7 +714,7 @@ def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoi
                                batch_size, out, data_dir, seed, backend=backend, base_url=base_url, workers=workers,
                                api_kwargs=json_object(api_kwargs, 'api_kwargs', '{"reasoning_effort": "low"}'), timeout=timeout,
                                max_retries=max_retries, tensor_parallel_size=tensor_parallel_size,
-                               max_model_len=max_model_len, overwrite=overwrite)
+                               max_model_len=max_model_len, overwrite=overwrite, dtype=dtype)
     print(report_markdown(report, f'{model} on {domain}/{split} (n={report["n"]})'))
     if out:  # what this evaluation wrote, not what the folder held before
         wrote = sorted(p.name for p in Path(out).iterdir() if p.is_file() and p.stat().st_mtime >= started)
