@@ -160,7 +160,15 @@ EMA_TEACHER_FILE = "caopd_ema_teacher.safetensors"
 
 
 class EMATeacherCheckpoints:
-    "Save TRL's separate EMA teacher into each checkpoint and load it on resume; a mixin for the trainers."
+    "Save TRL's separate EMA teacher into each checkpoint and load it on resume; a checkpoint appears whole or not at all."
+    # transformers writes checkpoint-<step>/ file by file, and `get_last_checkpoint` (what a resumed run starts from) takes
+    # any folder of that name, complete or not. So no order of the files inside it keeps a kill harmless: teacher last,
+    # a kill before it leaves a checkpoint that resumes with a restarted teacher; teacher first, one without
+    # trainer_state.json that cannot resume at all. The whole checkpoint (transformers' files, then the teacher) is
+    # written in `_partial`/checkpoint-<step>/ and renamed checkpoint-<step> once every process has written its part: a
+    # kill at any point leaves the previous checkpoint, with its teacher, as the last one, or none.
+    _partial = ".partial"  # beside the checkpoints: a checkpoint being written, never taken for one
+    _staging = None  # that folder while `_save_checkpoint` writes into it
 
     def _ema_teacher(self):
         "The separate EMA teacher model, unwrapped, or None when there is none to save."
@@ -173,14 +181,36 @@ class EMATeacherCheckpoints:
             return None
         return self.accelerator.unwrap_model(self.teacher_model)
 
+    def _get_output_dir(self, trial):
+        "transformers' run folder, or the staging folder while a checkpoint is being written."
+        return self._staging or super()._get_output_dir(trial)
+
     def _save_checkpoint(self, model, trial):
-        "transformers' checkpoint, plus the EMA teacher's weights (every rank takes part: FSDP2 gathers its shards)."
-        super()._save_checkpoint(model, trial)
+        "transformers' checkpoint and the EMA teacher's weights, named checkpoint-<step> once whole (every rank takes part)."
+        import shutil
+        from transformers.trainer import TRAINER_STATE_NAME
+        from transformers.trainer_utils import rotate_checkpoints
+        run_dir, name = super()._get_output_dir(trial), f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        staging, main = os.path.join(run_dir, self._partial), self.args.should_save
+        if main: shutil.rmtree(staging, ignore_errors=True)  # what a killed save left
+        self.accelerator.wait_for_everyone()
+        self._staging = staging
+        try: super()._save_checkpoint(model, trial)  # model, optimizer, RNG states, trainer_state.json: into staging
+        finally: self._staging = None
         teacher = self._ema_teacher()
-        if teacher is None: return
-        run_dir = self._get_output_dir(trial=trial)
-        save_ema_teacher(teacher, os.path.join(run_dir, f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}",
-                                               EMA_TEACHER_FILE), write=self.args.should_save)
+        if teacher is not None:  # FSDP2: every rank sends its shards
+            save_ema_teacher(teacher, os.path.join(staging, name, EMA_TEACHER_FILE), write=main)
+        best = self.state.best_model_checkpoint
+        if best and os.path.dirname(best) == staging:  # transformers named the best checkpoint where it was written
+            self.state.best_model_checkpoint = os.path.join(run_dir, os.path.basename(best))
+            if main: self.state.save_to_json(os.path.join(staging, name, TRAINER_STATE_NAME))
+        self.accelerator.wait_for_everyone()  # every process's files (its RNG state, FSDP's shards) are in
+        if not main: return
+        final = os.path.join(run_dir, name)
+        if os.path.exists(final): os.replace(final, os.path.join(staging, f"{name}.replaced"))  # moved aside in one step
+        os.replace(os.path.join(staging, name), final)
+        shutil.rmtree(staging, ignore_errors=True)
+        rotate_checkpoints(run_dir, self.args.save_total_limit, self.state.best_model_checkpoint, use_mtime=True)
 
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         "transformers' resume, plus the EMA teacher's weights when the checkpoint has them (every rank takes part)."
@@ -192,6 +222,9 @@ class EMATeacherCheckpoints:
                           "initial weights.", stacklevel=2)
 
 # %% ../nbs/07_trainer.ipynb #c014b
+from .io import atomic_path
+
+
 def is_sharded(model:torch.nn.Module) -> bool:
     "Whether FSDP2 (`fully_shard`) holds `model`'s parameters as `DTensor` slices spread over the ranks."
     from torch.distributed.tensor import DTensor
@@ -219,18 +252,19 @@ def save_ema_teacher(teacher:torch.nn.Module, # the unwrapped teacher, whole or 
                      path:str, # the safetensors file to write
                      write:bool=True, # whether this process writes checkpoints (`args.should_save`)
                     ):
-    "Save `teacher`'s weights to `path`; when FSDP2 shards it every rank must call this (rank 0 writes)."
+    "Save `teacher`'s weights to `path`, whole or not at all; when FSDP2 shards it every rank must call this (rank 0 writes)."
     if not is_sharded(teacher):
         if write:
             from safetensors.torch import save_model
-            save_model(teacher, path)
+            with atomic_path(path) as tmp: save_model(teacher, str(tmp))
         return
     state = full_state_dict(teacher)  # collective: every rank sends its slices to rank 0
     if write and state:  # rank 0 holds the gathered weights
         from safetensors.torch import save_file
         for names in tied_names(teacher).values():
             for n in names: state.pop(n, None)
-        save_file({k: v.contiguous() for k, v in state.items()}, path, metadata={"format": "pt"})
+        with atomic_path(path) as tmp:
+            save_file({k: v.contiguous() for k, v in state.items()}, str(tmp), metadata={"format": "pt"})
 
 
 def load_ema_teacher(teacher:torch.nn.Module, # the unwrapped teacher, whole or sharded by FSDP2
