@@ -312,7 +312,11 @@ def warmup_stage(settings:dict, # `resolve_settings(...)` and `select_prompts(..
     else:
         format_warmup(settings['start'], warmup_rows, folder.warmup, warmup_mask=settings['format_warmup'],
                       max_steps=settings['format_warmup_steps'], seed=settings['seed'], disable_tqdm=True)
-        folder._write(record, {**json.loads(record.read_text()), 'prompts_sha256': want['prompts_sha256']})
+        if _main_process():  # the one writer of the run folder
+            folder._write(record, {**json.loads(record.read_text()), 'prompts_sha256': want['prompts_sha256']})
+    if settings.get('world_size', 1) > 1:  # every process reads the record once the main one has completed it
+        from accelerate import PartialState
+        PartialState().wait_for_everyone()
     settings.update(start=str(ckpt), warmup=json.loads(record.read_text()))
     return settings['start']
 

@@ -15,6 +15,7 @@ import torch
 from trl import SFTConfig, SFTTrainer
 
 from .confidence import parse_confidence, rewrite_completion_ids
+from .io import write_json, write_jsonl
 from .models import EMBEDDED_MODEL, apply_chat_template, load_tokenizer, model_path
 
 # %% ../nbs/07a_warmup.ipynb #c006
@@ -198,9 +199,8 @@ def format_warmup(
     t0 = time.time()
     trainer.train()
     seconds = time.time() - t0
-    trainer.save_model(str(checkpoint))  # the model and `processing_class`
+    trainer.save_model(str(checkpoint))  # the model and `processing_class`, saved by the main process
     log = trainer.state.log_history
-    (out / "warmup_log.jsonl").write_text("".join(json.dumps(h) + "\n" for h in log))
     n, tokens = len(trainer.train_dataset), max([h.get("num_tokens", 0) for h in log] + [0])
     record = dict(
         model=str(model) if isinstance(model, (str, os.PathLike)) else model.name_or_path, checkpoint=str(checkpoint),
@@ -213,5 +213,8 @@ def format_warmup(
                       per_device_train_batch_size=args.per_device_train_batch_size,
                       gradient_accumulation_steps=args.gradient_accumulation_steps, seed=args.seed,
                       max_length=args.max_length, on_missing=args.on_missing, use_cpu=args.use_cpu, bf16=args.bf16))
-    (out / "warmup.json").write_text(json.dumps(record, indent=2) + "\n")
+    if trainer.accelerator.is_main_process:  # one writer of the shared folder
+        write_jsonl(out / "warmup_log.jsonl", log)
+        write_json(out / "warmup.json", record)
+    trainer.accelerator.wait_for_everyone()  # the other processes return once the checkpoint and records are there
     return checkpoint
