@@ -236,6 +236,8 @@ def resolve_data_file(relpath:str, # a file inside the data folder, e.g. CHEMIST
     return cache_dir()/relpath
 
 # %% ../nbs/01_data.ipynb #c034
+from .io import atomic_write
+
 CHEMISTRY_TASK_ORDER = ('molar_weight_calculation', 'molecular_property_prediction', 'molecule_structure_prediction',
                         'reaction_prediction', 'retrosynthesis')
 DATA_SHA256 = {  # sha256 of the shared copies in ../shared/data (the reference files)
@@ -273,19 +275,17 @@ def fetch_url(url:str, # the file's address
     with urllib.request.urlopen(url, timeout=timeout) as r: return r.read()
 
 def _put(dest:Path, relpath:str, text:str, verify:bool, source:str):
-    "Write `text` to `dest/relpath` through a `.download` file, moved into place only when its sha256 is the reference's."
-    final = dest/relpath
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = final.with_name(final.name + '.download')
-    tmp.write_bytes(text.encode('utf-8'))
-    actual, expected = sha256_file(tmp), DATA_SHA256.get(relpath)
+    "Write `text` to `dest/relpath` whole (`caopd.io`) when its sha256 is the reference's, else to a `.download` file beside it."
+    final, data = dest/relpath, text.encode('utf-8')
+    actual, expected = hashlib.sha256(data).hexdigest(), DATA_SHA256.get(relpath)
     if verify and expected is not None and actual != expected:
+        kept = atomic_write(final.with_name(final.name + '.download'), data)
         raise DataChecksumError(
             f"{relpath} downloaded from {source} has sha256 {actual}, expected {expected} (the shared copy this "
-            f"project's results were made with). It was not put in place; the download is kept at {tmp} for "
+            f"project's results were made with). It was not put in place; the download is kept at {kept} for "
             f"inspection. Upstream changed or the transfer was corrupted: retry; or point {DATA_ENV} at a verified "
             f"copy; or, knowing the results will not be comparable, accept it with download_data(..., verify=False).")
-    tmp.replace(final)
+    atomic_write(final, data)
 
 def download_data(domain:str, # 'chemistry' or 'tooluse'
                   dest:str|Path|None=None, # the data folder to write into (default: `cache_dir()`)

@@ -22,6 +22,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .data import DOMAIN_NAMES, shipped_path
+from .io import atomic_path, atomic_write
 from .methods import METHODS
 from .metrics import aurc, confidence_counts, reliability_bins, risk_coverage
 
@@ -99,7 +100,8 @@ def save_figure(fig, # a plotly Figure
     "Write `fig` as HTML (plotly.js from the CDN) and as PNG when kaleido works; return the paths written."
     import os
     html, png_path = _output_paths(path, ('.html', '.png'))
-    fig.write_html(html, include_plotlyjs='cdn', div_id=html.stem)  # a fixed id: the same figure writes the same bytes
+    with atomic_path(html) as tmp:  # whole or not at all: `figure_from_html` reads it back
+        fig.write_html(tmp, include_plotlyjs='cdn', div_id=html.stem)  # a fixed id: the same figure writes the same bytes
     written = [html]
     if png is None: png = os.environ.get('CAOPD_PNG', '1').strip().lower() not in ('0', 'false', 'no', 'off')
     if not png: return written
@@ -915,6 +917,6 @@ def save_table(df:pd.DataFrame, # the table
               ) -> list:
     "Write `df` as CSV and as a Markdown table; return the paths written."
     csv, md = _output_paths(path, ('.csv', '.md'))
-    df.to_csv(csv, index=False)
-    md.write_text(markdown_table(df, floatfmt))
+    atomic_write(csv, df.to_csv(index=False))  # each whole or not at all (caopd.io)
+    atomic_write(md, markdown_table(df, floatfmt))
     return [csv, md]
