@@ -529,7 +529,7 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
         attention = guard_attention()  # no cuDNN SDPA where it returns NaN (caopd.guards), as in training
     if backend == 'transformers':  # the weights' dtype, recorded as loaded
         from caopd.models import default_dtype
-        dtype = str(model[0].dtype if is_pair else dtype or default_dtype()).replace('torch.', '')
+        dtype = str(getattr(model[0], 'dtype', dtype) if is_pair else dtype or default_dtype()).replace('torch.', '')
     rows = load_domain(domain, split, data_dir=data_dir)
     if limit is not None: rows = rows.select(range(min(limit, len(rows))))
     rows_list, prompts = list(rows), rows['prompt']

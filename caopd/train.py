@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_train.ipynb #c002
 from __future__ import annotations
-import dataclasses, functools, json, math, os, shlex, sys, time
+import dataclasses, functools, importlib.util, json, math, os, shlex, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,9 +17,9 @@ from .preflight import GPUS
 from .runs import RunFolder, is_run
 
 # %% auto #0
-__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'RUN_RULES', 'WARMUP_IDENTITY', 'RECIPE_ENV', 'RunArguments',
-           'check_run', 'resolve_settings', 'select_prompts', 'warmup_stage', 'trainer_config', 'lora_config',
-           'method_args', 'Callback', 'RunFolderLog', 'plan_node', 'run_memory_plan', 'save_every_rank',
+__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'DTYPES', 'RUN_RULES', 'WARMUP_IDENTITY', 'RECIPE_ENV',
+           'RunArguments', 'check_run', 'resolve_settings', 'select_prompts', 'warmup_stage', 'trainer_config',
+           'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'plan_node', 'run_memory_plan', 'save_every_rank',
            'merge_adapter', 'save_trained', 'TrainingDone', 'StopWhenTrained', 'end_process_group', 'train', 'cli_args',
            'recipe_path', 'launch_command', 'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown',
            'parse_args', 'main']
@@ -60,7 +60,8 @@ class RunArguments:
     method: str = _h("sdft, sdpo, caopd-sdft, caopd-sdpo, grpo, rlcr or caopd-sdft-tasc (Table 4)", default='caopd-sdft')
     eval_domain: str | None = _h("test domain; None: the training domain (ID); the other one: OOD", default=None)
     init_from: str | None = _h("a finished run folder to continue training from (continual training, CT)", default=None)
-    preset: str = _h("'cpu', 'paper' (Table 6, GPU) or 'auto' (paper when a GPU is visible)", default='auto')
+    preset: str = _h("'cpu', 'paper' (Table 6, GPU) or 'auto' (by the model: paper for the paper's models and any "
+                     "as large, cpu for the embedded model and other small ones, on any machine)", default='auto')
     format_warmup: str | None = _h("format warm-up first (caopd.warmup): 'value' or 'format' (the loss mask), "
                                    "'off'; None: the preset's", default=None)
     format_warmup_steps: int | None = _h("optimizer steps of the warm-up", default=None)
@@ -96,6 +97,8 @@ class RunArguments:
     lora_r: int | None = _h("LoRA rank (PEFT adapters on all linear layers); None: full fine-tuning", default=None)
     gpu: str = _h("GPU type for the memory plan: 'auto' (the visible one; H200 for preset 'paper' without a GPU), "
                   "a name of caopd.preflight.GPUS, or 'cpu'", default='auto')
+    dtype: str = _h("compute dtype of training (bf16 mixed precision or float32) and evaluation (the weights): 'auto' "
+                    "(bfloat16 on a GPU, float32 on CPU), 'bfloat16' (a GPU's numbers on a CPU) or 'float32'", default='auto')
     save_steps: int | None = _h("checkpoint every this many steps (resume starts from the last one)", default=None)
     resume: bool = _h("resume from the last checkpoint in the run folder's trainer/ when there is one; a finished "
                       "training is not trained again. False: train the run again from its start (its checkpoints, "
@@ -121,6 +124,7 @@ class RunArguments:
 
 # %% ../nbs/13_train.ipynb #c009b
 OFF = (False, 'off', 'none', 'false', 'False', 'no', '0', 0)  # format_warmup values that mean no warm-up
+DTYPES = ('bfloat16', 'float32')  # compute dtypes: a GPU's (bf16 mixed precision) and a CPU's
 
 def _warmup_mask(v):
     "A warm-up loss mask of `caopd.warmup.WARMUP_MASKS`, or a word of `OFF`."
@@ -135,7 +139,8 @@ def _domains(v):
 RUN_RULES = {  # field: (rule, why); None (the preset's value) always passes
     'model': (nonempty, 'a paper alias, Hugging Face id or local folder'),
     'domain': (named(check_domain), ''), 'eval_domain': (named(check_domain), ''), 'method': (named(check_method), ''),
-    'preset': (one_of('auto', *PRESETS), "'auto': the paper's when a GPU is visible, else the cpu one"),
+    'preset': (one_of('auto', *PRESETS), "'auto': the paper's for a model as large as the paper's, else the cpu one"),
+    'dtype': (one_of('auto', *DTYPES), "'auto': bfloat16 on a GPU, float32 on CPU"),
     'format_warmup_steps': (integer(1), "format_warmup='off' skips the warm-up"),
     'format_warmup_domains': (named(_domains), 'comma-separated'),
     'K': (integer(1), 'rollouts per prompt behind mu_hat, Table 6: 8; CaOPD needs 2 or more, caopd.config says why'),
@@ -187,15 +192,24 @@ def resolve_settings(run:RunArguments) -> dict:
     from caopd.evaluate import protocol
     from caopd.preflight import version_table
     from caopd.runs import run_folder
+    from caopd.guards import guard_attention
+    from caopd.preflight import NoGPUError, cpu_refusal, cpu_sized, cuda_status, no_gpu_reason
+    gpu = torch.cuda.is_available()
     preset = run.preset
-    if preset == 'auto' and torch.cuda.is_available(): preset = 'paper'
-    elif preset == 'auto':  # no usable GPU: the CPU preset, unless the model is too large to train on CPU
-        from caopd.preflight import NoGPUError, cpu_refusal
-        refusal = cpu_refusal(run.model)
-        if refusal and not run.dry_run: raise NoGPUError(refusal)
-        preset = 'paper' if refusal else 'cpu'  # a dry run plans the paper's run on its node
+    if preset == 'auto':  # by the model, on any machine: the laptop settings for what they can train, else the paper's
+        preset = 'cpu' if cpu_sized(run.model) else 'paper'
+        if preset == 'paper' and not gpu and not run.dry_run: raise NoGPUError(cpu_refusal(run.model))
+    elif preset == 'paper' and not gpu and not run.dry_run:  # a dry run plans it on the paper's node
+        raise NoGPUError(f"preset='paper' (Table 6: vLLM rollouts, 8192-token responses) needs GPUs and torch can use none "
+                         f"here: {no_gpu_reason(cuda_status())}. Use preset='cpu' (--preset cpu) here, or dry_run=True "
+                         f"(--dry_run true) to plan the paper's run")
     given = {k: getattr(run, k) for k in PRESETS[preset] if hasattr(run, k)}
     cfg = {**PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}
+    if cfg['use_vllm'] and not run.dry_run and importlib.util.find_spec('vllm') is None:  # before any work, not mid-run
+        raise Refusal(f"use_vllm=True (the {preset} preset's rollouts) but vLLM is not installed here: rebuild the "
+                      f"environment with it (CAOPD_EXTRAS=vllm .ci/env true, or pip install 'caopd[vllm]'), or pass "
+                      f"-p use_vllm False (--use_vllm false) to generate the rollouts with transformers")
+    dtype = run.dtype if run.dtype != 'auto' else 'bfloat16' if gpu else 'float32'
     if cfg['format_warmup'] in OFF: cfg['format_warmup'] = False
     overrides = json_object(run.trainer_overrides, 'trainer_overrides') or {}  # RUN_RULES checked it; set later: here
     check_no_credentials({**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)}, 'trainer_overrides': overrides},
@@ -237,12 +251,13 @@ def resolve_settings(run:RunArguments) -> dict:
                 eval_domain=eval_domain, train_domains=train_domains, warmup_domains=warmup_domains,
                 protocol=protocol(train_domains, eval_domain) if run.init_from is None or is_run(run.init_from) else 'ct',
                 init_from=run.init_from, preset=preset,
-                scale='gpu' if torch.cuda.is_available() else 'cpu', seed=run.seed, backend=run.backend, **cfg,
+                scale='gpu' if gpu else 'cpu', dtype=dtype, seed=run.seed, backend=run.backend, **cfg,
                 gradient_accumulation_steps=completions // (b * world), world_size=world, vllm_mode=run.vllm_mode,
                 lora_r=run.lora_r, resume=run.resume, report_to=run.report_to,
                 run_name=run.run_name or Path(out).name, push_to_hub=run.push_to_hub, hub_model_id=run.hub_model_id,
                 trainer_overrides=overrides, save_model=run.save_model, out=str(out),
                 environment=environment_record(),  # package versions and the git commit of this checkout
+                attention=guard_attention(),  # this process's SDPA backends, cuDNN's off where it returns NaN (caopd.guards)
                 versions=version_table())  # torch, CUDA, vLLM, TRL, transformers against their supported ranges
 
 # %% ../nbs/13_train.ipynb #c015
@@ -311,7 +326,8 @@ def warmup_stage(settings:dict, # `resolve_settings(...)` and `select_prompts(..
                                         f"(--overwrite true) to set {folder.path} aside, or choose another out")
     else:
         format_warmup(settings['start'], warmup_rows, folder.warmup, warmup_mask=settings['format_warmup'],
-                      max_steps=settings['format_warmup_steps'], seed=settings['seed'], disable_tqdm=True)
+                      max_steps=settings['format_warmup_steps'], seed=settings['seed'], disable_tqdm=True,
+                      bf16=settings['dtype'] == 'bfloat16')  # the run's compute dtype, as its training
         if _main_process():  # the one writer of the run folder
             folder._write(record, {**json.loads(record.read_text()), 'prompts_sha256': want['prompts_sha256']})
     if settings.get('world_size', 1) > 1:  # every process reads the record once the main one has completed it
@@ -331,6 +347,7 @@ def trainer_config(settings:dict, # `resolve_settings(...)`
                gradient_accumulation_steps=settings['gradient_accumulation_steps'],
                max_completion_length=settings['max_completion_length'], warmup_steps=settings['warmup_steps'],
                activation_checkpointing=settings['gradient_checkpointing'],  # transformers' name; the old one warns
+               bf16=settings['dtype'] == 'bfloat16',  # bf16 mixed precision, TRL's GPU default; on CPU too when asked
                seed=settings['seed'], logging_steps=1, save_strategy='steps', save_steps=settings['save_steps'],
                save_total_limit=2, report_to=settings['report_to'], run_name=settings['run_name'],
                push_to_hub=settings['push_to_hub'], hub_model_id=settings['hub_model_id'], disable_tqdm=False)
@@ -402,15 +419,15 @@ def _main_process() -> bool: return int(os.environ.get('RANK', 0)) == 0
 def plan_node(settings:dict, gpu:str='auto') -> dict:
     "`caopd.preflight.memory_plan` settings of the machine the run trains on: device, GPUs, FSDP, LoRA, vLLM."
     import torch
-    from caopd.preflight import GPUS, gpu_capacity_gib
+    from caopd.preflight import GIB, gpu_capacity_gib
+    capacity = None
     if gpu == 'auto':
-        if torch.cuda.is_available():
-            name = torch.cuda.get_device_name()
-            gpu = next((g for g in GPUS if g in name), None)
-            if gpu is None: raise ValueError(f"no memory figure for GPU {name!r}: pass gpu= one of {sorted(GPUS)}")
+        if torch.cuda.is_available():  # the visible GPU, its memory as the device reports it (an A100 has 40 or 80 GB)
+            index = int(os.environ.get('LOCAL_RANK', 0)) % torch.cuda.device_count()
+            gpu, capacity = torch.cuda.get_device_name(index), torch.cuda.get_device_properties(index).total_memory / GIB
         else: gpu = 'H200' if settings['preset'] == 'paper' else 'cpu'
     here = torch.cuda.is_available()  # planning the node it runs on: check loading against this machine's RAM
-    return dict(device=gpu, n_gpus=settings['world_size'], fsdp=settings['world_size'] > 1 and gpu != 'cpu',
+    return dict(device=gpu, capacity_gib=capacity, n_gpus=settings['world_size'], fsdp=settings['world_size'] > 1 and gpu != 'cpu',
                 lora_r=settings['lora_r'], use_vllm=bool(settings['use_vllm']) and settings['vllm_mode'] == 'colocate',
                 host_ram_gib=gpu_capacity_gib('cpu') if here else None)
 
@@ -420,7 +437,10 @@ def run_memory_plan(settings:dict, gpu:str='auto'):
     spec = model_spec(settings['start'] if Path(settings['start']).is_dir() else settings['model'])
     return memory_plan(spec, settings['method'], K=settings['K'], completion_len=settings['max_completion_length'],
                        micro_batch=settings['per_device_train_batch_size'],
-                       gradient_checkpointing=settings['gradient_checkpointing'], **plan_node(settings, gpu))
+                       gradient_checkpointing=settings['gradient_checkpointing'],
+                       # TRL generates a process's completions of a step in one call (steps_per_generation micro-batches)
+                       generation_batch=settings['per_device_train_batch_size'] * settings['gradient_accumulation_steps'],
+                       **plan_node(settings, gpu))
 
 # %% ../nbs/13_train.ipynb #c025
 def save_every_rank(trainer, out:Path):
@@ -444,7 +464,9 @@ def merge_adapter(adapter:Path, # a folder of `PeftModel.save_pretrained` (the r
 
 def save_trained(trainer, folder:RunFolder, settings:dict):
     "The trained model and tokenizer into `folder.checkpoint`, loadable as a plain model (LoRA: merged; adapter kept apart); every rank must call it."
+    from caopd.guards import check_finite_model
     acc = trainer.accelerator
+    check_finite_model(acc.unwrap_model(trainer.model), str(folder.checkpoint))  # every rank: never a NaN model saved
     if settings['lora_r']:
         adapter = folder.path/'adapter'
         save_every_rank(trainer, adapter)
@@ -473,12 +495,12 @@ def end_process_group():
 def _train(run:RunArguments) -> RunFolder:
     from transformers.trainer_utils import get_last_checkpoint
     from caopd.baselines import build_trainer
+    from caopd.guards import NonFiniteGuard
     from caopd.runs import run_identity
     from caopd.trainer import StepTimer
     t0 = time.time()
     settings = resolve_settings(run)
     if run.dry_run: return dry_run(run, settings)
-    import importlib.util
     from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
     named = [t.strip() for t in str(run.report_to).split(',') if t.strip() not in ('none', 'all', '')]
     unknown = [t for t in named if t not in INTEGRATION_TO_CALLBACK]
@@ -494,9 +516,6 @@ def _train(run:RunArguments) -> RunFolder:
         raise Refusal(f"{settings['world_size']} training processes are planned (num_processes, or one per visible GPU) but "
                       f"this is one process, started without a launcher: start them with "
                       f"`{shlex.join(launch_command(run, settings))}` (the notebook does), or pass num_processes=1")
-    if settings['preset'] == 'paper' and not torch.cuda.is_available():
-        raise Refusal("preset='paper' (Table 6: vLLM rollouts, 8192-token responses) needs GPUs and none is "
-                      "visible: use preset='cpu' here, or dry_run=True to plan the paper's run")
     folder = RunFolder(settings['out'])
     method_args(settings, folder)  # the method's config checks its own fields (caopd.config) before any data loads
     train_rows, warmup_rows = select_prompts(settings)
@@ -521,11 +540,12 @@ def _train(run:RunArguments) -> RunFolder:
     if settings['world_size'] > 1:  # every process loads the warmed checkpoint only once the main one has saved it
         PartialState().wait_for_everyone()
     if _main_process(): folder.write_settings(settings)  # this run's settings only: no key of an earlier one stays
-    log = RunFolderLog(folder)
+    log, guard = RunFolderLog(folder), NonFiniteGuard()  # a step whose loss or gradient is not finite is skipped
     trainer = build_trainer(settings['method'], start, settings['domain'], train_dataset=train_rows,
                             output_dir=folder.trainer, peft_config=lora_config(settings),
-                            callbacks=[StepTimer(), log, StopWhenTrained()], **trainer_config(settings, folder))
+                            callbacks=[StepTimer(), guard, log, StopWhenTrained()], **trainer_config(settings, folder))
     log.trainer = trainer
+    guard.attach(trainer)
     try: trainer.train(resume_from_checkpoint=last)
     except TrainingDone: pass  # killed after its last checkpoint, before the model was saved: the weights are loaded
     save_trained(trainer, folder, settings)
@@ -533,6 +553,7 @@ def _train(run:RunArguments) -> RunFolder:
         folder.write_log(trainer.state.log_history)
         if hasattr(trainer, 'confidence_targets'): folder.write_targets(log.earlier + trainer.confidence_targets)
         folder.write_training(dict(steps=trainer.state.global_step, resumed_from=last, world_size=settings['world_size'],
+                                   skipped_steps=guard.skipped,  # steps not applied: a loss or gradient not finite
                                    seconds=round(time.time() - t0, 1), checkpoint=str(folder.checkpoint),
                                    adapter=str(folder.path/'adapter') if settings['lora_r'] else None))
     if settings['push_to_hub']: trainer.push_to_hub()
@@ -613,7 +634,7 @@ def run_logged(cmd:list[str], # the command, e.g. `launch_command(run)`
 # %% ../nbs/13_train.ipynb #c031
 def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dict:
     "Build every config of `run`, print the launch command and the memory plan; raise when the plan cannot fit."
-    settings = settings or resolve_settings(run)
+    settings = settings or resolve_settings(dataclasses.replace(run, dry_run=True))  # a plan: no GPU or vLLM needed here
     folder = RunFolder(settings['out'])
     args = method_args(settings, folder)
     default = lambda f: f.default_factory() if f.default is dataclasses.MISSING else f.default
