@@ -24,7 +24,7 @@ from caopd.data import fixtures_dir, load_domain
 from caopd.runs import RunFolder
 from caopd.train import warmup_stage
 rows = load_domain('chemistry', 'all', data_dir=fixtures_dir()).select(range(4))
-settings = dict(start=model, format_warmup='value', format_warmup_steps=1, seed=0, warmup_prompts_sha256='rows-sha',
+settings = dict(start=model, dtype='float32', format_warmup='value', format_warmup_steps=1, seed=0, warmup_prompts_sha256='rows-sha',
                 world_size=int(os.environ['WORLD_SIZE']))
 warmup_stage(settings, rows, RunFolder(out))
 with open(os.path.join(os.path.dirname(out), f'rank{rank}.json'), 'w') as f:
