@@ -5,9 +5,9 @@
 # %% auto #0
 __all__ = ['SHRINKAGE_MIN_PROMPTS', 'EMA_TEACHER_FILE', 'CAOPD_PAPER', 'empirical_confidence', 'shrinkage_prior',
            'target_denominator', 'CaOPDMixin', 'EMATeacherCheckpoints', 'is_sharded', 'tied_names', 'full_state_dict',
-           'save_ema_teacher', 'load_ema_teacher', 'CaOPDSDFTTrainer', 'CaOPDTeacherContextBuilder', 'CaOPDSDPOTrainer',
-           'script_rollouts', 'trained_steps', 'wilson_halfwidth', 'needs_more_rollouts', 'spread_requests',
-           'StepTimer']
+           'save_ema_teacher', 'load_ema_teacher', 'broadcast_teacher_from_rank0', 'CaOPDSDFTTrainer',
+           'CaOPDTeacherContextBuilder', 'CaOPDSDPOTrainer', 'script_rollouts', 'trained_steps', 'wilson_halfwidth',
+           'needs_more_rollouts', 'spread_requests', 'StepTimer']
 
 # %% ../nbs/07_trainer.ipynb #c002
 import math, os, re, time, warnings
@@ -212,6 +212,13 @@ class EMATeacherCheckpoints:
         shutil.rmtree(staging, ignore_errors=True)
         rotate_checkpoints(run_dir, self.args.save_total_limit, self.state.best_model_checkpoint, use_mtime=True)
 
+    def _setup_teacher_model(self):
+        "TRL's teacher; a separate one sharded by FSDP2 then takes rank 0's student on every rank (TRL broadcasts nothing)."
+        super()._setup_teacher_model()
+        teacher = getattr(self, "teacher_model", None)
+        if teacher is not None and teacher is not self.model and is_sharded(teacher):
+            broadcast_teacher_from_rank0(teacher, self.accelerator.unwrap_model(self.model))
+
     def _load_from_checkpoint(self, resume_from_checkpoint, model=None):
         "transformers' resume, plus the EMA teacher's weights when the checkpoint has them (every rank takes part)."
         super()._load_from_checkpoint(resume_from_checkpoint, model)
@@ -291,6 +298,19 @@ def load_ema_teacher(teacher:torch.nn.Module, # the unwrapped teacher, whole or 
             if have is not None: state.update({n: state[have] for n in (kept, *names)})
     set_model_state_dict(teacher, state, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
     return True
+
+
+def broadcast_teacher_from_rank0(teacher:torch.nn.Module, # the FSDP2-sharded teacher
+                                 source:torch.nn.Module, # a whole model of the same architecture (the unsharded student)
+                                ):
+    "Set every rank's slice of `teacher` from rank 0's `source`, buffers included; every rank must call it."
+    import torch.distributed as dist
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+    state = source.state_dict() if dist.get_rank() == 0 else {}
+    set_model_state_dict(teacher, state, options=StateDictOptions(full_state_dict=True, broadcast_from_rank0=True))
+    kept = set(teacher.state_dict())
+    for name, buf in teacher.named_buffers():  # non-persistent buffers (rotary inv_freq) are in no state dict
+        if name not in kept: dist.broadcast(buf, src=0)
 
 # %% ../nbs/07_trainer.ipynb #c016
 CAOPD_PAPER = {
