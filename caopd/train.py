@@ -337,6 +337,13 @@ def warmup_stage(settings:dict, # `resolve_settings(...)` and `select_prompts(..
     return settings['start']
 
 # %% ../nbs/13_train.ipynb #c018
+def _checkpointing_field() -> str:
+    "transformers' name of the activation-checkpointing field: `activation_checkpointing`, or `gradient_checkpointing` before 5.18."
+    # 5.17 is what the vllm extra resolves to (vLLM 0.31 needs transformers < 5.18); later versions warn on the old name
+    from transformers import TrainingArguments
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    return 'activation_checkpointing' if 'activation_checkpointing' in names else 'gradient_checkpointing'
+
 def trainer_config(settings:dict, # `resolve_settings(...)`
                    folder:RunFolder, # the run folder (checkpoints go to its trainer/)
                   ) -> dict:
@@ -346,7 +353,7 @@ def trainer_config(settings:dict, # `resolve_settings(...)`
                per_device_train_batch_size=settings['per_device_train_batch_size'],
                gradient_accumulation_steps=settings['gradient_accumulation_steps'],
                max_completion_length=settings['max_completion_length'], warmup_steps=settings['warmup_steps'],
-               activation_checkpointing=settings['gradient_checkpointing'],  # transformers' name; the old one warns
+               **{_checkpointing_field(): settings['gradient_checkpointing']},
                bf16=settings['dtype'] == 'bfloat16',  # bf16 mixed precision, TRL's GPU default; on CPU too when asked
                seed=settings['seed'], logging_steps=1, save_strategy='steps', save_steps=settings['save_steps'],
                save_total_limit=2, report_to=settings['report_to'], run_name=settings['run_name'],
