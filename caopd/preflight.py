@@ -5,11 +5,11 @@
 # %% auto #0
 __all__ = ['PAPER_MODELS', 'PUBLISHED_PARAMS', 'GIB', 'DTYPE_BYTES', 'GPUS', 'SELF_DISTILLATION', 'RL_METHODS', 'OPTIMIZER_BYTES',
            'CUDA_CONTEXT_GIB', 'ALLOCATOR_RESERVE', 'NCCL_BUFFSIZE', 'NCCL_CHANNELS', 'PART_NAMES', 'MIN_DRIVER',
-           'VERSION_PACKAGES', 'CPU_MAX_PARAMS', 'ModelSpec', 'spec_from_config', 'model_spec', 'gpu_capacity_gib',
-           'activation_bytes_per_token', 'lora_params', 'MemoryPlan', 'memory_plan', 'MemoryPlanError', 'describe_fix',
-           'suggest_fixes', 'refusal_message', 'check_fits', 'preflight', 'cuda_status', 'no_gpu_reason',
-           'declared_ranges', 'version_table', 'versions_markdown', 'cpu_sized', 'NoGPUError', 'cpu_refusal',
-           'measure_cpu_peak']
+           'PYPI_TORCH_CUDA', 'VERSION_PACKAGES', 'CPU_MAX_PARAMS', 'ModelSpec', 'spec_from_config', 'model_spec',
+           'gpu_capacity_gib', 'activation_bytes_per_token', 'lora_params', 'MemoryPlan', 'memory_plan',
+           'MemoryPlanError', 'describe_fix', 'suggest_fixes', 'refusal_message', 'check_fits', 'preflight',
+           'cuda_status', 'no_gpu_reason', 'no_gpu_fixes', 'declared_ranges', 'version_table', 'versions_markdown',
+           'cpu_sized', 'NoGPUError', 'cpu_refusal', 'gpu_refusal', 'measure_cpu_peak']
 
 # %% ../nbs/12_preflight.ipynb #c002
 import functools, itertools, os
@@ -222,6 +222,7 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
                 generation_batch:int=0, # sequences one transformers `generate()` call holds (use_vllm=False on a GPU: a
                                         # process's completions of a step, which TRL generates at once); 0: not counted
                 capacity_gib:float|None=None, # the device's memory as torch reports it; None: `GPUS[device]`
+                max_gpus:int|None=None, # GPUs the node has (the fixes offer no more); None: a node still to choose
                ) -> MemoryPlan:
     "Per-GPU memory of one training step of `method` on `spec`, part by part, against the device's capacity."
     settings = {k: v for k, v in locals().items()}
@@ -328,7 +329,8 @@ def _families(plan:MemoryPlan) -> dict:
     st = plan.settings
     fam = {}
     n = st['n_gpus']
-    more = [g for g in (2, 4, 8) if g > n or (g == n and not st['fsdp'] and n > 1)]
+    cap = st.get('max_gpus') or 8  # the node's GPUs, when the plan is for the node at hand
+    more = [g for g in (2, 4, 8) if (g > n or (g == n and not st['fsdp'] and n > 1)) and g <= cap]
     if st['device'] != 'cpu' and more: fam['gpus'] = [dict(n_gpus=g, fsdp=True) for g in more]
     if not st['gradient_checkpointing']: fam['checkpointing'] = [dict(gradient_checkpointing=True)]
     mb = st['micro_batch']
@@ -339,10 +341,11 @@ def _families(plan:MemoryPlan) -> dict:
     if st['use_vllm'] and st['device'] != 'cpu':
         fam['vllm'] = ([dict(vllm_gpu_memory_utilization=u) for u in (0.25, 0.2, 0.15, 0.1, 0.05)
                         if u < st['vllm_gpu_memory_utilization']] + ([dict(vllm_sleep=True)] if not st['vllm_sleep'] else []))
-        tp = [t for t in (2, 4, 8) if st['vllm_tensor_parallel_size'] < t <= n]
+        tp = [t for t in (2, 4, 8) if st['vllm_tensor_parallel_size'] < t <= min(n, cap)]
         if tp and any('cannot start' in x for x in plan.notes):
             fam['vllm_tp'] = [dict(vllm_tensor_parallel_size=t) for t in tp]
     if st['dtype'] == 'float32': fam['bf16_weights'] = [dict(dtype='bfloat16')]
+    if not st['use_vllm'] and st['device'] != 'cpu' and st.get('generation_batch'): fam['vllm_on'] = [dict(use_vllm=True)]
     if not st['lora_r']: fam['lora'] = [dict(lora_r=16)]
     return fam
 
@@ -350,15 +353,18 @@ def describe_fix(change:dict) -> str:
     "A change of settings in words a user can act on."
     words = []
     for k, v in change.items():
-        if k == 'n_gpus': words.append(f'{v} GPUs with FSDP2 (accelerate launch --num_processes {v}, fsdp)')
+        if k == 'n_gpus': words.append(f'{v} GPUs with FSDP2 (num_processes={v})')
         elif k == 'fsdp': continue
         elif k == 'gradient_checkpointing': words.append('gradient checkpointing (gradient_checkpointing=True)')
         elif k == 'micro_batch': words.append(f'per_device_train_batch_size={v} (more gradient accumulation)')
         elif k == 'completion_len': words.append(f'shorter responses (max_completion_length={v})')
-        elif k == 'vllm_gpu_memory_utilization': words.append(f'a smaller vLLM share (vllm_gpu_memory_utilization={v})')
-        elif k == 'vllm_sleep': words.append('vLLM sleep mode (vllm_enable_sleep_mode=True)')
-        elif k == 'vllm_tensor_parallel_size': words.append(f'vLLM over {v} GPUs (vllm_tensor_parallel_size={v})')
-        elif k == 'dtype': words.append(f"weights loaded in {v} (model_init_kwargs={{'dtype': '{v}'}})")
+        elif k == 'vllm_gpu_memory_utilization':
+            words.append(f'a smaller vLLM share (trainer_overrides {{"vllm_gpu_memory_utilization": {v}}})')
+        elif k == 'vllm_sleep': words.append('vLLM sleep mode (trainer_overrides {"vllm_enable_sleep_mode": true})')
+        elif k == 'vllm_tensor_parallel_size':
+            words.append(f'vLLM over {v} GPUs (trainer_overrides {{"vllm_tensor_parallel_size": {v}}})')
+        elif k == 'dtype': words.append(f'weights loaded in {v} (trainer_overrides {{"model_init_kwargs": {{"dtype": "{v}"}}}})')
+        elif k == 'use_vllm': words.append('vLLM rollouts (use_vllm=True, in an environment built with CAOPD_EXTRAS=vllm)')
         elif k == 'lora_r': words.append(f'LoRA (lora_r={v}; trains adapters, not every weight as the paper)')
         else: words.append(f'{k}={v}')
     return ' + '.join(words)
@@ -463,6 +469,26 @@ def no_gpu_reason(status:dict|None=None, # `cuda_status()`
     return (f"{need}; the driver ({s['driver'] or 'version unknown'}, CUDA {s['driver_cuda'] or '?'}) shows no "
             f"usable device: check nvidia-smi and CUDA_VISIBLE_DEVICES")
 
+PYPI_TORCH_CUDA = {'2.13': '13'}  # the CUDA version of PyPI's default Linux wheels, where checked (DESIGN.md)
+
+def no_gpu_fixes(status:dict|None=None, # `cuda_status()`
+                ) -> str:
+    "What makes a GPU usable, for the reason `no_gpu_reason` gives: only the fixes that apply to it."
+    from packaging.version import Version
+    s = status or cuda_status()
+    v = s['torch'].split('+')[0]
+    if not s['build']:
+        pypi = PYPI_TORCH_CUDA.get('.'.join(v.split('.')[:2]))
+        return (f"on a GPU node, install a CUDA build of torch {v} (CAOPD_TORCH with .ci/env"
+                + (f"; PyPI's Linux wheel of torch {v} is built for CUDA {pypi} and needs an NVIDIA driver >= "
+                   f"{MIN_DRIVER[int(pypi)]}" if pypi else '')
+                + "; https://download.pytorch.org/whl/ has builds for other CUDA versions)")
+    if not (s['driver'] or s['driver_cuda']): return 'run on a machine with an NVIDIA GPU and its driver'
+    if s['driver'] and s['min_driver'] and Version(s['driver']) < Version(s['min_driver']):
+        return (f"update the NVIDIA driver to {s['min_driver']} or newer, or install a build of torch {v} for the CUDA "
+                f"version this driver supports ({s['driver_cuda'] or 'nvidia-smi shows it'}; https://download.pytorch.org/whl/)")
+    return 'check that nvidia-smi lists the GPUs and that CUDA_VISIBLE_DEVICES does not hide them'
+
 # %% ../nbs/12_preflight.ipynb #c034c
 def _requirements(dist:str, extras:tuple=()) -> list[tuple]:
     "(Requirement, extra or '') pairs `dist` declares in its installed metadata: its base ones and those of `extras`."
@@ -547,15 +573,18 @@ def cpu_refusal(model:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging 
     "Why preset `auto` must not train `model` on this GPU-less machine, with the fixes; None when the CPU preset may."
     if cpu_sized(model): return None
     spec = model_spec(model)
+    return gpu_refusal(f"preset='auto' takes the paper preset for {spec.name} ({spec.n_params / 1e9:.2f}B parameters, "
+                       f"too large to train on CPU: the limit is {CPU_MAX_PARAMS / 1e9:.2f}B, the paper's smallest "
+                       f"model)", status)
+
+def gpu_refusal(what:str, # the run that needs a GPU, e.g. "preset='paper'"
+                status:dict|None=None, # `cuda_status()` (default: this machine)
+               ) -> str:
+    "One line: `what` needs a GPU, why torch can use none here, and the fixes that apply."
     s = status or cuda_status()
-    torch_v = s['torch'].split('+')[0]
-    return (f"preset='auto' found no usable GPU: {no_gpu_reason(s)}. {spec.name} ({spec.n_params / 1e9:.2f}B "
-            f"parameters) is too large to train on CPU (the limit is {CPU_MAX_PARAMS / 1e9:.2f}B, the paper's smallest "
-            f"model), so this run stops instead of starting on the CPU. Fixes: on a GPU node, install torch's CUDA "
-            f"build (PyPI's torch=={torch_v} is built for CUDA 13 and needs an NVIDIA driver >= {MIN_DRIVER[13]}; "
-            f"https://download.pytorch.org/whl/ has builds for older CUDA versions) and pass the preset explicitly "
-            f"(-p preset paper, --preset paper); to train on this CPU anyway, pass -p preset cpu (--preset cpu); to see "
-            f"the plan of the paper's run here, --dry_run true.")
+    return (f"{what} needs a GPU, and this machine has no usable GPU: {no_gpu_reason(s)}. So the run stops before "
+            f"any work instead of starting on the CPU. Fixes: {no_gpu_fixes(s)}; to train on this CPU anyway, pass "
+            f"-p preset cpu (--preset cpu); to see the plan of the paper's run here, -p dry_run True (--dry_run true).")
 
 # %% ../nbs/12_preflight.ipynb #c040
 _MEASURE = r"""

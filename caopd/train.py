@@ -17,12 +17,12 @@ from .preflight import GPUS
 from .runs import RunFolder, is_run
 
 # %% auto #0
-__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'DTYPES', 'RUN_RULES', 'WARMUP_IDENTITY', 'RECIPE_ENV',
-           'RunArguments', 'check_run', 'resolve_settings', 'select_prompts', 'warmup_stage', 'trainer_config',
-           'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'plan_node', 'run_memory_plan', 'save_every_rank',
-           'merge_adapter', 'save_trained', 'TrainingDone', 'StopWhenTrained', 'end_process_group', 'train', 'cli_args',
-           'recipe_path', 'launch_command', 'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown',
-           'parse_args', 'main']
+__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'DTYPES', 'RUN_RULES', 'WARMUP_IDENTITY', 'OPTIMIZER_PLANS',
+           'RECIPE_ENV', 'RunArguments', 'check_run', 'resolve_settings', 'select_prompts', 'warmup_stage',
+           'trainer_config', 'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'plan_node', 'plan_overrides',
+           'run_memory_plan', 'check_plan', 'save_every_rank', 'merge_adapter', 'save_trained', 'TrainingDone',
+           'StopWhenTrained', 'end_process_group', 'train', 'cli_args', 'recipe_path', 'launch_command',
+           'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown', 'parse_args', 'main']
 
 # %% ../nbs/13_train.ipynb #c006
 PRESETS = {
@@ -193,16 +193,17 @@ def resolve_settings(run:RunArguments) -> dict:
     from caopd.preflight import version_table
     from caopd.runs import run_folder
     from caopd.guards import guard_attention
-    from caopd.preflight import NoGPUError, cpu_refusal, cpu_sized, cuda_status, no_gpu_reason
+    from caopd.preflight import NoGPUError, cpu_refusal, cpu_sized, gpu_refusal
     gpu = torch.cuda.is_available()
     preset = run.preset
     if preset == 'auto':  # by the model, on any machine: the laptop settings for what they can train, else the paper's
         preset = 'cpu' if cpu_sized(run.model) else 'paper'
         if preset == 'paper' and not gpu and not run.dry_run: raise NoGPUError(cpu_refusal(run.model))
     elif preset == 'paper' and not gpu and not run.dry_run:  # a dry run plans it on the paper's node
-        raise NoGPUError(f"preset='paper' (Table 6: vLLM rollouts, 8192-token responses) needs GPUs and torch can use none "
-                         f"here: {no_gpu_reason(cuda_status())}. Use preset='cpu' (--preset cpu) here, or dry_run=True "
-                         f"(--dry_run true) to plan the paper's run")
+        raise NoGPUError(gpu_refusal("preset='paper' (Table 6: vLLM rollouts, 8192-token responses)"))
+    if gpu and run.num_processes and run.num_processes > torch.cuda.device_count() and not run.dry_run:
+        raise Refusal(f"num_processes={run.num_processes} but this node has {torch.cuda.device_count()} GPU(s): one "
+                      f"process trains on each GPU; pass num_processes={torch.cuda.device_count()} or fewer")
     given = {k: getattr(run, k) for k in PRESETS[preset] if hasattr(run, k)}
     cfg = {**PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}
     if cfg['use_vllm'] and not run.dry_run and importlib.util.find_spec('vllm') is None:  # before any work, not mid-run
@@ -434,9 +435,27 @@ def plan_node(settings:dict, gpu:str='auto') -> dict:
             gpu, capacity = torch.cuda.get_device_name(index), torch.cuda.get_device_properties(index).total_memory / GIB
         else: gpu = 'H200' if settings['preset'] == 'paper' else 'cpu'
     here = torch.cuda.is_available()  # planning the node it runs on: check loading against this machine's RAM
-    return dict(device=gpu, capacity_gib=capacity, n_gpus=settings['world_size'], fsdp=settings['world_size'] > 1 and gpu != 'cpu',
+    return dict(device=gpu, capacity_gib=capacity, max_gpus=torch.cuda.device_count() if here else None,  # the node's
+                n_gpus=settings['world_size'], fsdp=settings['world_size'] > 1 and gpu != 'cpu',
                 lora_r=settings['lora_r'], use_vllm=bool(settings['use_vllm']) and settings['vllm_mode'] == 'colocate',
                 host_ram_gib=gpu_capacity_gib('cpu') if here else None)
+
+OPTIMIZER_PLANS = {'adamw_torch_fused': 'adamw', 'adamw_torch': 'adamw_foreach', 'adamw_8bit': 'adamw_8bit',
+                   'adamw_bnb_8bit': 'adamw_8bit', 'paged_adamw_8bit': 'adamw_8bit', 'sgd': 'sgd'}  # TRL's optim: the plan's
+
+def plan_overrides(overrides:dict, # `settings['trainer_overrides']`: fields of the method's TRL config
+                  ) -> dict:
+    "The `memory_plan` arguments that the TRL config fields given as overrides change (so that a fix the plan names moves it)."
+    o, out = overrides or {}, {}
+    init = o.get('model_init_kwargs') or {}
+    dtype = str(init.get('dtype', init.get('torch_dtype', ''))).replace('torch.', '')
+    if dtype in ('bfloat16', 'float16', 'float32'): out['dtype'] = dtype
+    for field, arg in (('vllm_gpu_memory_utilization', 'vllm_gpu_memory_utilization'), ('vllm_enable_sleep_mode', 'vllm_sleep'),
+                       ('vllm_tensor_parallel_size', 'vllm_tensor_parallel_size'), ('max_prompt_length', 'prompt_len'),
+                       ('teacher_model_kind', 'teacher_model_kind')):
+        if o.get(field) is not None: out[arg] = o[field]
+    if o.get('optim') in OPTIMIZER_PLANS: out['optimizer'] = OPTIMIZER_PLANS[o['optim']]
+    return out
 
 def run_memory_plan(settings:dict, gpu:str='auto'):
     "The run's `caopd.preflight.MemoryPlan` per GPU (or for this machine's RAM), from the model's config alone."
@@ -447,7 +466,17 @@ def run_memory_plan(settings:dict, gpu:str='auto'):
                        gradient_checkpointing=settings['gradient_checkpointing'],
                        # TRL generates a process's completions of a step in one call (steps_per_generation micro-batches)
                        generation_batch=settings['per_device_train_batch_size'] * settings['gradient_accumulation_steps'],
-                       **plan_node(settings, gpu))
+                       **plan_node(settings, gpu), **plan_overrides(settings['trainer_overrides']))
+
+def check_plan(settings:dict, # `resolve_settings(...)`
+               gpu:str='auto', # see `RunArguments.gpu`
+              ):
+    "Print the run's memory plan and refuse (`MemoryPlanError`, naming the fixes) one that cannot fit: before any work."
+    from caopd.preflight import check_fits
+    plan = run_memory_plan(settings, gpu)
+    print(f'preflight: {plan.summary()}', flush=True)
+    check_fits(plan)
+    return plan
 
 # %% ../nbs/13_train.ipynb #c025
 def save_every_rank(trainer, out:Path):
@@ -528,10 +557,7 @@ def _train(run:RunArguments) -> RunFolder:
     train_rows, warmup_rows = select_prompts(settings)
     identity = run_identity(settings)
     if not run.overwrite: folder.claim(identity, main=False)  # another run in the folder is refused first; writes nothing
-    from caopd.preflight import check_fits
-    plan = run_memory_plan(settings, run.gpu)
-    print(f'preflight: {plan.summary()}', flush=True)
-    check_fits(plan)  # refuse before loading the model, naming the fixes; nothing is written yet
+    check_plan(settings, run.gpu)  # refuse before loading the model, naming the fixes; nothing is written yet
     moved = folder.claim(identity, run.overwrite, main=_main_process())  # before any work
     if moved: print(f"{folder.path} held another run; it was moved, whole, to {moved}", flush=True)
     if settings['world_size'] > 1:  # the other processes look into the folder once the main one has claimed it
