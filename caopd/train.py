@@ -18,11 +18,12 @@ from .runs import RunFolder, is_run
 
 # %% auto #0
 __all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'DTYPES', 'RUN_RULES', 'WARMUP_IDENTITY', 'OPTIMIZER_PLANS',
-           'RECIPE_ENV', 'RunArguments', 'check_run', 'resolve_settings', 'select_prompts', 'warmup_stage',
+           'NODES', 'RECIPE_ENV', 'RunArguments', 'check_run', 'resolve_settings', 'select_prompts', 'warmup_stage',
            'trainer_config', 'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'plan_node', 'plan_overrides',
            'run_memory_plan', 'check_plan', 'save_every_rank', 'merge_adapter', 'save_trained', 'TrainingDone',
            'StopWhenTrained', 'end_process_group', 'train', 'cli_args', 'recipe_path', 'launch_command',
-           'server_command', 'run_logged', 'dry_run', 'grid_plans', 'plans_markdown', 'parse_args', 'main']
+           'server_command', 'run_logged', 'dry_run', 'plan_row', 'plan_text', 'grid_plans', 'recipe_runs',
+           'nodes_markdown', 'nodes_report', 'plans_markdown', 'parse_args', 'main']
 
 # %% ../nbs/13_train.ipynb #c006
 PRESETS = {
@@ -692,22 +693,82 @@ def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dic
     return dict(settings=settings, config=args, changed=changed, plan=plan, command=cmd, server=server)
 
 # %% ../nbs/13_train.ipynb #c034
+def plan_row(name:str, # the run's name in its grid
+             params:dict, # its parameters (`RunArguments` fields)
+             gpu:str='auto', # GPU type of the plan (see `RunArguments.gpu`)
+             fixes:bool=True, # also find the changes that make it fit
+             num_processes:int|None=None, # plan it on this many GPUs unless the run names its own count
+            ) -> dict:
+    "One run's plan: run, model, method, K, node, GiB per GPU, whether it fits, and the fixes when it does not."
+    from caopd.preflight import describe_fix, suggest_fixes
+    p = {**params, 'out': params.get('out') or str(Path('runs')/name), 'dry_run': True}
+    if num_processes and not params.get('num_processes'): p['num_processes'] = num_processes
+    settings = resolve_settings(RunArguments(**p))
+    plan = run_memory_plan(settings, gpu)
+    fx = [] if plan.fits or not fixes else suggest_fixes(plan)
+    return dict(run=name, model=settings['model'], method=settings['method'], K=settings['K'],
+                world=settings['world_size'], node=f"{settings['world_size']} x {plan.settings['device']}", gib=round(plan.total, 1),
+                capacity=round(plan.capacity, 1), fits=plan.fits,
+                fix='; '.join(f'{describe_fix(c)} ({p.total:.0f} GiB)' for c, p in fx), plan=plan)
+
+def plan_text(row:dict) -> str:
+    "`plan_row`'s row on one line: the plan against the node, and what makes it fit."
+    fit = 'fits' if row['fits'] else f"does NOT fit; it would fit with {row['fix']}" if row['fix'] else \
+        'does NOT fit, and no combination of up to three of the usual changes makes it fit'
+    return f"plan on {row['node']}: {row['gib']:.1f} of {row['capacity']:.1f} GiB per GPU, {fit}"
+
 def grid_plans(grid='nbs/grids/paper.yaml', # a grid YAML file (`caopd.runs.read_grid`)
                fixes:bool=True, # also find the changes that make a run fit
                gpu:str='auto', # GPU type of the plan (see `RunArguments.gpu`)
+               num_processes:int|None=None, # GPUs of the node planned (a run's own num_processes wins); None: as each run would
               ) -> list[dict]:
-    "One row per run of `grid`: run, model, method, K, GiB per GPU, whether it fits, and the fixes when it does not."
-    from caopd.preflight import describe_fix, suggest_fixes
+    "One row per run of `grid` (`plan_row`)."
     from caopd.runs import read_grid
-    rows = []
-    for name, params in read_grid(grid)['runs']:
-        settings = resolve_settings(RunArguments(**{**params, 'out': str(Path('runs')/name), 'dry_run': True}))
-        plan = run_memory_plan(settings, gpu)
-        fx = [] if plan.fits or not fixes else suggest_fixes(plan)
-        rows.append(dict(run=name, model=settings['model'], method=settings['method'], K=settings['K'],
-                         gib=round(plan.total, 1), capacity=round(plan.capacity, 1), fits=plan.fits,
-                         fix='; '.join(f'{describe_fix(c)} ({p.total:.0f} GiB)' for c, p in fx), plan=plan))
-    return rows
+    return [plan_row(name, params, gpu, fixes, num_processes) for name, params in read_grid(grid)['runs']]
+
+NODES = {'1 x H100': ('H100', 1), '8 x H100': ('H100', 8), '1 x H200': ('H200', 1), "4 x H200 (the paper's)": ('H200', 4)}
+
+def recipe_runs(folder='data/recipes') -> list[tuple[str, dict]]:
+    "(name, parameters) of every run recipe (`--config`) shipped in `folder`, as `caopd-train --config` reads it."
+    out = []
+    for path in sorted(Path(folder).glob('*.yaml')):
+        spec = _recipe(str(path))
+        if 'model' not in spec: continue  # an accelerate configuration, not a run
+        run = parse_args(['--config', str(path)])
+        default = {f.name: f.default for f in dataclasses.fields(RunArguments)}
+        out.append((path.name, {k: v for k, v in dataclasses.asdict(run).items() if v != default[k]}))
+    return out
+
+def nodes_markdown(runs:list[tuple[str, dict]], # (name, parameters), e.g. `read_grid(grid)['runs']` or `recipe_runs()`
+                   nodes:dict=NODES, # column -> (GPU type, GPUs)
+                   collapse:bool=True, # one row per (model, method family, K, LoRA): such runs plan alike
+                  ) -> str:
+    "Which node each run fits (`plan_row` on each): a markdown table, 'yes', 'no', or 'k of n' runs of a group."
+    from caopd.preflight import SELF_DISTILLATION
+    groups = {}
+    for name, params in runs:
+        cells = []
+        for gpu, n in nodes.values():
+            r = plan_row(name, params, gpu, fixes=False, num_processes=n)
+            cells.append(r['fits'] and r['world'] <= n)  # a run that names more processes than the node has GPUs: no
+        kind = 'self-distillation' if r['method'] in SELF_DISTILLATION else 'GRPO/RLCR'
+        lora = f", LoRA r={params['lora_r']}" if params.get('lora_r') else ''
+        key = (r['model'], f'{kind}{lora}', r['K']) if collapse else (name, f"{r['method']}{lora}", r['K'])
+        groups.setdefault(key, []).append(cells)
+    cell = lambda fits: 'yes' if all(fits) else 'no' if not any(fits) else f'{sum(fits)} of {len(fits)}'
+    head = f"| {'runs | model' if collapse else 'run'} | method | K | {' | '.join(nodes)} |"
+    rule = '|---' * (len(nodes) + (4 if collapse else 3)) + '|'
+    body = [f"| {f'{len(rows)} | ' if collapse else ''}{k[0]} | {k[1]} | {k[2]} | "
+            f"{' | '.join(cell([c[j] for c in rows]) for j in range(len(nodes)))} |" for k, rows in groups.items()]
+    return '\n'.join([head, rule, *body])
+
+def nodes_report(grid='nbs/grids/paper.yaml', # the paper's grid
+                 recipes='data/recipes', # the shipped recipes
+                ) -> str:
+    "The README's tables of which node each recipe and each run of the paper's grid fits (tests/test_preflight.py checks them)."
+    from caopd.runs import read_grid
+    return (f"Recipes (`{recipes}/`):\n\n{nodes_markdown(recipe_runs(recipes), collapse=False)}\n\n"
+            f"The paper's grid (`{grid}`), runs that plan alike in one row:\n\n{nodes_markdown(read_grid(grid)['runs'])}\n")
 
 def plans_markdown(rows:list[dict], # `grid_plans(...)`
                    collapse:bool=True, # one row per (model, method family, K): the runs of a group plan alike
