@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_train.ipynb #c002
 from __future__ import annotations
-import dataclasses, functools, importlib.util, json, math, os, shlex, sys, time
+import contextlib, dataclasses, functools, importlib.util, json, math, os, shlex, sys, time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,12 +18,12 @@ from .runs import RunFolder, is_run
 
 # %% auto #0
 __all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'DTYPES', 'RUN_RULES', 'WARMUP_IDENTITY', 'OPTIMIZER_PLANS',
-           'NODES', 'RECIPE_ENV', 'RunArguments', 'check_run', 'resolve_settings', 'select_prompts', 'warmup_stage',
-           'trainer_config', 'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'plan_node', 'plan_overrides',
-           'run_memory_plan', 'check_plan', 'save_every_rank', 'merge_adapter', 'save_trained', 'TrainingDone',
-           'StopWhenTrained', 'end_process_group', 'train', 'cli_args', 'recipe_path', 'launch_command',
-           'server_command', 'run_logged', 'dry_run', 'plan_row', 'plan_text', 'grid_plans', 'recipe_runs',
-           'nodes_markdown', 'nodes_report', 'plans_markdown', 'parse_args', 'main']
+           'NODES', 'RECIPE_ENV', 'RunArguments', 'check_run', 'node_gpus', 'resolve_settings', 'select_prompts',
+           'warmup_stage', 'trainer_config', 'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'plan_node',
+           'plan_overrides', 'run_memory_plan', 'check_plan', 'save_every_rank', 'merge_adapter', 'save_trained',
+           'TrainingDone', 'StopWhenTrained', 'end_process_group', 'train', 'cli_args', 'recipe_path', 'launch_command',
+           'server_command', 'server_plan', 'vllm_server', 'run_logged', 'dry_run', 'plan_row', 'plan_text',
+           'grid_plans', 'recipe_runs', 'nodes_markdown', 'nodes_report', 'plans_markdown', 'parse_args', 'main']
 
 # %% ../nbs/13_train.ipynb #c006
 PRESETS = {
@@ -92,6 +92,8 @@ class RunArguments:
     use_vllm: bool | None = _h("vLLM for training rollouts", default=None)
     vllm_mode: str = _h("'colocate' (vLLM shares the training GPUs) or 'server' (`trl vllm-serve` on GPUs of its own)",
                         default='colocate')
+    vllm_server_gpus: int = _h("server mode: the GPUs `trl vllm-serve` takes (the node's last ones; its tensor "
+                               "parallelism); training runs on the others", default=1)
     num_processes: int | None = _h("training processes; None: one per visible GPU (the paper's 4 for preset "
                                    "'paper' without a GPU), 1 on CPU; >1 launches accelerate (GPU) or torchrun (CPU)",
                                    default=None)
@@ -160,7 +162,7 @@ RUN_RULES = {  # field: (rule, why); None (the preset's value) always passes
     'rollout_sampling': (one_of(*ROLLOUT_SAMPLING), ''),
     'backend': (one_of(*(b for b in BACKENDS if b != 'openai')), 'the trained checkpoint is evaluated on this machine'),
     'vllm_mode': (one_of('colocate', 'server'), "TRL's two vLLM modes"),
-    'num_processes': (integer(1), 'None: one per visible GPU'), 'lora_r': (integer(1), 'None: full fine-tuning'),
+    'num_processes': (integer(1), 'None: one per visible GPU'), 'vllm_server_gpus': (integer(1), 'GPUs of the vLLM server'), 'lora_r': (integer(1), 'None: full fine-tuning'),
     'gpu': (one_of('auto', 'cpu', *GPUS), 'the GPUs caopd.preflight has memory figures for'),
     'save_steps': (integer(1), 'optimizer steps between checkpoints'),
     'seed': (integer(0), 'numpy and torch take seeds >= 0'), 'out': (nonempty, 'the run folder'),
@@ -175,12 +177,15 @@ def check_run(run:RunArguments):
     check_fields(run, RUN_RULES)
 
 # %% ../nbs/13_train.ipynb #c011
-def _world(run:RunArguments, preset:str) -> int:
-    "Training processes: the launcher's WORLD_SIZE, else `num_processes`, else one per GPU (the paper's node, or 1)."
+def node_gpus(preset:str) -> int:
+    "The GPUs of the node a run trains on: the visible ones, or without any the node its preset is for (a plan)."
     import torch
+    return torch.cuda.device_count() if torch.cuda.is_available() else PAPER_NODE_GPUS if preset == 'paper' else 0
+
+def _world(run:RunArguments, preset:str, server_gpus:int=0) -> int:
+    "Training processes: the launcher's WORLD_SIZE, else `num_processes`, else one per GPU not the vLLM server's (or 1)."
     env = os.environ.get('WORLD_SIZE')
-    want = run.num_processes or (torch.cuda.device_count() if torch.cuda.is_available()  # without a GPU: the node
-                                 else PAPER_NODE_GPUS if preset == 'paper' else 1)  # the preset is for (a plan)
+    want = run.num_processes or max(1, node_gpus(preset) - server_gpus)
     if env is not None and run.num_processes and int(env) != run.num_processes:
         raise Refusal(f"num_processes={run.num_processes} but the launcher started WORLD_SIZE={env} processes: "
                          f"launch with --num_processes {run.num_processes}, or drop num_processes")
@@ -240,7 +245,15 @@ def resolve_settings(run:RunArguments) -> dict:
     warmup_domains = [check_domain(d) for d in dict.fromkeys(w or [domain, eval_domain])] if cfg['format_warmup'] else []
 
     out = run.out or run_folder(model_name, train_domains, eval_domain, run.method, run.seed, run.lora_r)
-    world = _world(run, preset)
+    server = cfg['use_vllm'] and run.vllm_mode == 'server'  # `trl vllm-serve` on GPUs of its own: not the training's
+    s, node = (run.vllm_server_gpus if server else 0), node_gpus(preset)
+    if server and node - s < 1:
+        raise Refusal(f"vllm_mode='server' runs vLLM on GPUs of its own ({s}) and training on the others, but this node "
+                      f"has {node} GPU(s): use vllm_mode='colocate' (vLLM shares the training GPUs), or a node with more")
+    world = _world(run, preset, s)
+    if server and world + s > node and not run.dry_run:
+        raise Refusal(f"num_processes={world} training processes and vllm_server_gpus={s} need {world + s} GPUs; this "
+                      f"node has {node}: pass num_processes={node - s} or fewer")
     completions = cfg['prompts_per_step'] * cfg['K']
     if run.per_device_train_batch_size is None:  # the preset's micro-batch, shrunk to divide a step's completions
         cfg['per_device_train_batch_size'] = math.gcd(cfg['per_device_train_batch_size'], max(1, completions // world))
@@ -255,6 +268,9 @@ def resolve_settings(run:RunArguments) -> dict:
                 init_from=run.init_from, preset=preset,
                 scale='gpu' if gpu else 'cpu', dtype=dtype, seed=run.seed, backend=run.backend, **cfg,
                 gradient_accumulation_steps=completions // (b * world), world_size=world, vllm_mode=run.vllm_mode,
+                # server mode: which GPUs (by index on the node) train and which serve rollouts
+                server_gpus=list(range(node - s, node)) if server else None,
+                training_gpus=list(range(world)) if server else None,
                 lora_r=run.lora_r, resume=run.resume, report_to=run.report_to,
                 run_name=run.run_name or Path(out).name, push_to_hub=run.push_to_hub, hub_model_id=run.hub_model_id,
                 trainer_overrides=overrides, save_model=run.save_model, out=str(out),
@@ -362,6 +378,7 @@ def trainer_config(settings:dict, # `resolve_settings(...)`
                push_to_hub=settings['push_to_hub'], hub_model_id=settings['hub_model_id'], disable_tqdm=False)
     if settings['use_vllm']:
         cfg.update(use_vllm=True, vllm_mode=settings['vllm_mode'])
+        if settings['vllm_mode'] == 'server': cfg['vllm_server_timeout'] = 1800  # ours: a large model's server starts slowly
         if settings['vllm_mode'] == 'colocate':  # vLLM would otherwise size its KV cache for the model's whole context
             from caopd.config import CaOPDSDFTConfig  # (Qwen3: 40,960 tokens); the prompt limit is the config's
             prompt = settings['trainer_overrides'].get('max_prompt_length') or \
@@ -477,6 +494,7 @@ def check_plan(settings:dict, # `resolve_settings(...)`
     plan = run_memory_plan(settings, gpu)
     print(f'preflight: {plan.summary()}', flush=True)
     check_fits(plan)
+    if settings.get('server_gpus'): print(f'preflight: {server_plan(settings, gpu)}', flush=True)
     return plan
 
 # %% ../nbs/13_train.ipynb #c025
@@ -620,17 +638,56 @@ def launch_command(run:RunArguments, settings:dict|None=None) -> list[str]:
     import torch
     settings = settings or resolve_settings(run)
     n, args = settings['world_size'], ['-m', 'caopd.train', *cli_args(dataclasses.replace(run, dry_run=False))]
+    if settings.get('training_gpus'):  # server mode: training does not see the server's GPUs
+        return ['env', _gpus(settings['training_gpus']), *launch_command(run, {**settings, 'training_gpus': None})]
     if n == 1: return [sys.executable, *args]
     if torch.cuda.is_available() or settings['preset'] == 'paper':
         return ['accelerate', 'launch', '--config_file', str(recipe_path('accelerate_fsdp2.yaml')),
                 '--num_processes', str(n), *args]
     return [sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', str(n), *args]
 
+def _gpus(ids:list[int]) -> str: return 'CUDA_VISIBLE_DEVICES=' + ','.join(map(str, ids))
+
 def server_command(settings:dict) -> list[str] | None:
-    "The `trl vllm-serve` command to start before training when `vllm_mode='server'` (else None)."
-    if not (settings['use_vllm'] and settings['vllm_mode'] == 'server'): return None
-    return ['trl', 'vllm-serve', '--model', settings['start'], '--max_model_len',
-            str(settings['max_completion_length'] + 2048)]  # 2048: Table 6's maximum prompt length
+    "The command that starts the `trl vllm-serve` the run uses when `vllm_mode='server'` (else None): on its own GPUs."
+    if not settings.get('server_gpus'): return None
+    from caopd.models import resolve_model_name
+    start = settings['start']  # the hub id of a paper alias (vLLM knows no caopd short name), or the folder
+    model = start if Path(start).is_dir() else resolve_model_name(start)
+    prompt = settings['trainer_overrides'].get('max_prompt_length') or 2048  # Table 6's maximum prompt length
+    return ['env', _gpus(settings['server_gpus']), 'trl', 'vllm-serve', '--model', model,
+            '--tensor_parallel_size', str(len(settings['server_gpus'])),
+            '--max_model_len', str(prompt + settings['max_completion_length'])]
+
+def server_plan(settings:dict, gpu:str='auto') -> str:
+    "The vLLM server's memory on each of its GPUs, in words; refuses (`MemoryPlanError`) a model whose weights leave no KV cache."
+    from caopd.preflight import GIB, MemoryPlanError, model_spec
+    s, plan = len(settings['server_gpus']), run_memory_plan(settings, gpu)
+    spec = model_spec(settings['start'] if Path(settings['start']).is_dir() else settings['model'])
+    util, weights = 0.9, spec.n_params * 2 / s / GIB  # `trl vllm-serve`'s default gpu_memory_utilization; bf16 weights
+    text = (f"vLLM server on {s} GPU(s): {util:.0%} of {plan.capacity:.1f} GiB each, {weights:.1f} GiB of it the bf16 "
+            f"weights, the rest its KV cache")
+    if weights + 1 > util * plan.capacity:
+        raise MemoryPlanError(f"{text}: the weights leave no room for a KV cache; pass vllm_server_gpus={2 * s}")
+    return text
+
+@contextlib.contextmanager
+def vllm_server(settings:dict, # `resolve_settings(...)`
+                log_path:str|Path, # where the server's output goes
+               ):
+    "Run the run's `trl vllm-serve` (server mode) while the block runs, stopped after it, whole; nothing otherwise."
+    cmd = server_command(settings)
+    if cmd is None: yield None; return
+    import signal, subprocess
+    with open(log_path, 'w') as log:  # the training's client waits for it (vllm_server_timeout)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        try: yield proc
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGKILL):  # the server and the engine processes it started
+                try: os.killpg(proc.pid, sig)
+                except ProcessLookupError: break
+                try: proc.wait(timeout=60); break
+                except subprocess.TimeoutExpired: pass
 
 # %% ../nbs/13_train.ipynb #c029b
 _QUIET = ('Writing model shards', 'warnings.warn')  # lines kept in the log but not echoed
@@ -680,12 +737,12 @@ def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dic
         print(f"{settings['method']} on {settings['model']} ({settings['preset']} preset, {settings['protocol']}); "
               f"run folder {settings['out']}")
         if run.preset == 'auto' and settings['preset'] == 'paper' and settings['scale'] == 'cpu':
-            print("preset auto: no usable GPU here, so this is the plan of the paper preset on the paper's node; "
-                  "training here would stop (pass --preset paper on the GPU node)")
+            print("no usable GPU here: this is the plan of the paper preset on the paper's node; training here would "
+                  "stop (run it on a GPU node)")
         print(f"{type(args).__name__} (fields that differ from TRL's defaults):")
         for k, v in changed.items(): print(f'  {k} = {v!r}')
         print(f'memory: {plan.summary()}')
-        if server: print('start vLLM first: ' + shlex.join(server))
+        if server: print(f"{server_plan(settings, run.gpu)}; started first (the notebook does it): {shlex.join(server)}")
         print('launch: ' + shlex.join(cmd))
     if not plan.fits:
         from caopd.preflight import check_fits

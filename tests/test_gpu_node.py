@@ -76,3 +76,39 @@ def test_the_notebook_checks_the_plan_before_any_evaluation(tmp_path):
                                             png=False), progress_bar=False)
     assert e.value.ename == 'MemoryPlanError' and 'It would fit with' in e.value.evalue, e.value.evalue
     assert not out.exists()
+
+
+def test_server_mode_takes_gpus_of_its_own(node, monkeypatch):
+    "vllm_mode='server': refused on one GPU; on four, the server gets the last (with the hub id) and training the others."
+    import shlex
+    from caopd.cli import Refusal
+    from caopd.train import RunArguments, launch_command, resolve_settings, server_command
+    node(1)
+    with pytest.raises(Refusal, match=r"vllm_mode='server' runs vLLM on GPUs of its own \(1\) .* this node has 1 GPU"):
+        resolve_settings(RunArguments(model='Qwen3-8B', vllm_mode='server', dry_run=True))
+    node(4)
+    run = RunArguments(model='Qwen3-8B', vllm_mode='server', prompts_per_step=24, dry_run=True)  # 24 x 8 over 3 processes
+    s = resolve_settings(run)
+    assert (s['world_size'], s['training_gpus'], s['server_gpus']) == (3, [0, 1, 2], [3])
+    server, train = shlex.join(server_command(s)), shlex.join(launch_command(run, s))
+    assert server.startswith('env CUDA_VISIBLE_DEVICES=3 trl vllm-serve --model Qwen/Qwen3-8B --tensor_parallel_size 1 ')
+    assert train.startswith('env CUDA_VISIBLE_DEVICES=0,1,2 accelerate launch ') and '--num_processes 3' in train
+    import importlib.util
+    find = importlib.util.find_spec  # vLLM as if installed: the GPU count is what is refused
+    monkeypatch.setattr(importlib.util, 'find_spec', lambda name, *a: object() if name == 'vllm' else find(name, *a))
+    with pytest.raises(Refusal, match='need 5 GPUs'):
+        resolve_settings(RunArguments(model='Qwen3-8B', vllm_mode='server', num_processes=4))
+
+
+def test_the_vllm_server_runs_for_the_block_only(monkeypatch, tmp_path):
+    "The notebook's server: started before training, its output kept, stopped (its whole process group) after."
+    import os, caopd.train as T
+    monkeypatch.setattr(T, 'server_command', lambda settings: [sys.executable, '-c', 'import time; print("serving", flush=True); time.sleep(120)'])
+    with T.vllm_server({}, tmp_path/'server.log') as proc:
+        import time
+        for _ in range(100):
+            if 'serving' in (tmp_path/'server.log').read_text(): break
+            time.sleep(0.1)
+        assert proc.poll() is None and 'serving' in (tmp_path/'server.log').read_text()
+    assert proc.poll() is not None
+    with pytest.raises(ProcessLookupError): os.killpg(proc.pid, 0)
