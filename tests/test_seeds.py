@@ -1,4 +1,4 @@
-"nbs/seeds.ipynb as papermill runs it: on the committed laptop-domain runs of the CPU and of one GPU (whose tables it must redraw exactly, never pooling the two), refusing a folder without any; the GPU grid against them."
+"nbs/seeds.ipynb as papermill runs it: on the committed laptop-domain runs of the CPU and of one GPU (whose tables it must redraw exactly, never pooling the two), refusing a folder without any; the GPU grid and the README's GPU section against them."
 import json, re
 
 import pandas as pd
@@ -78,6 +78,21 @@ def test_the_gpu_grid_remakes_the_committed_gpu_runs():
         select_prompts(settings)  # the prompts' digests
         diff = identity_diff(RunFolder(ROOT/grid['root']/name).read_identity(), run_identity(settings))
         assert set(diff) <= {'caopd_commit'}, (name, diff)
+
+
+def test_the_readme_gpu_section_quotes_the_tables():
+    "README 'On one GPU' quotes figures/gpu/summary.md whole, and every other number it gives is in the committed tables."
+    readme = (ROOT/'README.md').read_text()
+    start = readme.index('\n## On one GPU\n')
+    section = readme[start:readme.index('\n## ', start + 1)]
+    summary = (GPU/'summary.md').read_text()
+    assert summary in section, 'README "On one GPU" does not quote figures/gpu/summary.md as it is: paste it again'
+    prose = section.replace(summary, '')
+    tables = ''.join(p.read_text() for d in (GPU, COMMITTED) for p in sorted(d.glob('*.md')))
+    numbers = re.findall(r'(?<![\d.])-?[01]\.\d\d(?!\d|\.\d)', prose) + re.findall(r'\[-?[01]\.\d\d, -?[01]\.\d\d\]', prose)
+    assert len(numbers) > 50, len(numbers)
+    missing = sorted({n for n in numbers if n not in tables})
+    assert not missing, f'README "On one GPU" gives numbers no table of figures/gpu or figures/arithmetic holds: {missing}'
 
 
 def test_a_folder_without_runs_is_refused(tmp_path):
