@@ -370,6 +370,7 @@ def report_markdown(report:dict,  # a `calibration_report` (older reports with f
     for k in (*METRICS, 'n'):
         stated = '' if k == 'format_adherence' else _cell(report, 'n_stated' if k == 'n' else f'{k}_stated')
         lines.append(f'| {METRIC_NAMES[k]} | {_cell(report, k)} | {stated} |')
+    if 'n_distinct' in report: lines.append(f"| {METRIC_NAMES['n_distinct']} |  | {_cell(report, 'n_distinct')} |")
     notes = []
     if 'n_stated' in report: notes.append('All samples: a missing confidence counts as the worst case (1 if wrong, 0 if right).')
     if any(isinstance(v, (int, float)) and not math.isnan(v) for k, v in report.items() if k.endswith(('_lo', '_hi'))):
@@ -413,14 +414,15 @@ def breakdown_markdown(by:dict[str, dict], # `breakdown(...)`
                        key:str, # its field
                        title:str='', # a heading line
                       ) -> str:
-    "A Markdown table of a breakdown: per group, n, accuracy, mean confidence, OCG, ECE (and `answered` for letters)."
+    "A Markdown table of a breakdown: per group, n, accuracy, mean confidence, OCG, ECE, AUROC within the group (and `answered` for letters)."
     letters = key == 'answer'
-    head = f"| {BREAKDOWNS[key]} | n | accuracy | mean confidence | OCG | ECE |" + (' answered |' if letters else '')
+    head = f"| {BREAKDOWNS[key]} | n | accuracy | mean confidence | OCG | ECE | AUROC |" + (' answered |' if letters else '')
     lines = ([f'### {title}', ''] if title else []) + [head, '|---' * (head.count('|') - 1) + '|']
     for g, rep in by.items():
-        cells = [g, str(rep['n'])] + [_cell(rep, m) for m in ('accuracy', 'mean_confidence', 'ocg', 'ece')]
+        cells = [g, str(rep['n'])] + [_cell(rep, m) for m in ('accuracy', 'mean_confidence', 'ocg', 'ece', 'auroc')]
         lines.append('| ' + ' | '.join(cells + ([str(rep['answered'])] if letters else [])) + ' |')
-    return '\n'.join(lines) + '\n'
+    notes = ['', f"AUROC within each {BREAKDOWNS[key]}: n/a where every answer of it is right or every one wrong (no pair to rank)."]
+    return '\n'.join(lines + notes) + '\n'
 
 # %% ../nbs/09_evaluate.ipynb #c034a
 EVAL_SETTINGS_FILE = 'eval_settings.json'  # in a run folder: the settings its records were made with

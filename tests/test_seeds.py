@@ -1,4 +1,6 @@
-"nbs/seeds.ipynb as papermill runs it: on the committed laptop-domain runs (whose tables it must redraw exactly), and refusing a folder without any."
+"nbs/seeds.ipynb as papermill runs it: on the committed laptop-domain runs of the CPU and of one GPU (whose tables it must redraw exactly, never pooling the two), refusing a folder without any; the GPU grid and the README's GPU section against them."
+import json, re
+
 import pandas as pd
 import pytest
 
@@ -6,6 +8,8 @@ from conftest import ROOT
 
 NB = ROOT/'nbs'/'seeds.ipynb'
 COMMITTED = ROOT/'figures'/'arithmetic'
+GPU = ROOT/'figures'/'gpu'
+GPU_PARAMETERS = dict(runs_dir='figures/runs/gpu', scale='gpu', shared_start=False, reference='')  # the README's command
 
 
 def _run(tmp_path, **parameters):
@@ -18,16 +22,77 @@ def _run(tmp_path, **parameters):
 def test_the_committed_tables_come_from_the_committed_runs(tmp_path):
     "Every committed table is what the notebook computes from figures/runs/cpu now: nothing typed in, nothing stale."
     out = _run(tmp_path)
-    for name in ('seeds', 'levels', 'checks', 'rollouts', 'rollout_checks'):
+    for name in ('seeds', 'levels', 'summary', 'checks', 'rollouts', 'rollout_checks'):
         pd.testing.assert_frame_equal(pd.read_csv(out/f'{name}.csv'), pd.read_csv(COMMITTED/f'{name}.csv'), obj=name)
     seeds = pd.read_csv(out/'seeds.csv', dtype={'seed': str})
     pooled = seeds[seeds.seed == 'all'].set_index('method')['n']
     assert (pooled == seeds[seeds.seed != 'all'].groupby('method')['n'].sum()[pooled.index]).all()
     assert (seeds.groupby('method').size() >= 4).all()  # at least three seeds and the pooled row
+    assert {'graded_stated', 'n_distinct'} <= set(seeds.columns)  # how graded the stated confidence is
+    levels = pd.read_csv(out/'levels.csv', dtype={'seed': str})
+    assert {'auroc', 'auroc_lo', 'auroc_hi', 'graded_stated'} <= set(levels.columns) and set(levels.seed) == {'0', '1', '2', 'all'}
     assert (out/'levels.html').is_file()
     costs = pd.read_csv(out/'rollouts.csv', dtype={'seed': str})  # the K = 8 reference scored 8 of every prompt, and
     ref = costs[costs.method == 'CaOPD (SDFT), num_confidence_rollouts=8']  # each run's log holds 6 steps x 4 prompts
     assert (ref['rollouts_per_prompt'] == 8).all() and (costs[costs.seed != 'all']['prompts'] == 24).all()
+
+
+def test_the_gpu_tables_come_from_the_committed_gpu_runs(tmp_path):
+    "figures/gpu is what the notebook computes from figures/runs/gpu alone; the run that did not finish is left out, with a note."
+    out = _run(tmp_path, **GPU_PARAMETERS)
+    for name in ('seeds', 'levels', 'summary', 'checks'):
+        pd.testing.assert_frame_equal(pd.read_csv(out/f'{name}.csv'), pd.read_csv(GPU/f'{name}.csv'), obj=name)
+    assert not (out/'rollouts.csv').exists() and (out/'levels.html').is_file()
+    printed = ''.join(''.join(o.get('text', '')) for c in json.loads((tmp_path/'seeds.ipynb').read_text())['cells']
+                      for o in c.get('outputs', []))
+    assert 'left out: figures/runs/gpu/main-s3: its run did not finish' in printed, printed[:2000]
+    seeds = pd.read_csv(out/'seeds.csv', dtype={'seed': str})
+    runs = seeds[~seeds.method.str.startswith('start') & (seeds.seed != 'all')]
+    assert len(runs) == 13  # the 14 folders but main-s3
+    assert set(runs.loc[runs.method.str.startswith('CaOPD (SDFT), 6 steps'), 'seed']) == {'0', '1', '2'}
+    assert (seeds.loc[seeds.method.str.startswith('start of'), 'n'] > 0).all()  # each group against its own start
+
+
+def test_cpu_and_gpu_runs_are_never_pooled():
+    "A folder holding both is refused unless a scale is named; naming one reads exactly that scale's runs."
+    from caopd.seeds import seed_runs
+    with pytest.raises(ValueError, match='never pooled'):
+        seed_runs(ROOT/'figures'/'runs')
+    for scale in ('cpu', 'gpu'):
+        both, alone = seed_runs(ROOT/'figures'/'runs', scale=scale), seed_runs(ROOT/'figures'/'runs'/scale, scale=scale)
+        assert {k: [p.name for p in v] for k, v in both.items()} == {k: [p.name for p in v] for k, v in alone.items()}
+
+
+def test_the_gpu_grid_remakes_the_committed_gpu_runs():
+    "Every run of nbs/grids/gpu.yaml resolves to the run its committed folder holds (run.json), the code's commit aside."
+    import dataclasses
+    from caopd.runs import RunFolder, identity_diff, read_grid, run_identity
+    from caopd.train import RunArguments, resolve_settings, select_prompts
+    grid = read_grid(ROOT/'nbs'/'grids'/'gpu.yaml')
+    assert grid['root'] == 'figures/runs/gpu'
+    folders = sorted(p.name for p in (ROOT/grid['root']).iterdir() if p.is_dir())
+    assert sorted(name for name, _ in grid['runs']) == folders and len(folders) == 14
+    fields = {f.name for f in dataclasses.fields(RunArguments)}
+    for name, params in grid['runs']:
+        settings = resolve_settings(RunArguments(**{k: v for k, v in params.items() if k in fields}, out=f'unused/{name}'))
+        select_prompts(settings)  # the prompts' digests
+        diff = identity_diff(RunFolder(ROOT/grid['root']/name).read_identity(), run_identity(settings))
+        assert set(diff) <= {'caopd_commit'}, (name, diff)
+
+
+def test_the_readme_gpu_section_quotes_the_tables():
+    "README 'On one GPU' quotes figures/gpu/summary.md whole, and every other number it gives is in the committed tables."
+    readme = (ROOT/'README.md').read_text()
+    start = readme.index('\n## On one GPU\n')
+    section = readme[start:readme.index('\n## ', start + 1)]
+    summary = (GPU/'summary.md').read_text()
+    assert summary in section, 'README "On one GPU" does not quote figures/gpu/summary.md as it is: paste it again'
+    prose = section.replace(summary, '')
+    tables = ''.join(p.read_text() for d in (GPU, COMMITTED) for p in sorted(d.glob('*.md')))
+    numbers = re.findall(r'(?<![\d.])-?[01]\.\d\d(?!\d|\.\d)', prose) + re.findall(r'\[-?[01]\.\d\d, -?[01]\.\d\d\]', prose)
+    assert len(numbers) > 50, len(numbers)
+    missing = sorted({n for n in numbers if n not in tables})
+    assert not missing, f'README "On one GPU" gives numbers no table of figures/gpu or figures/arithmetic holds: {missing}'
 
 
 def test_a_folder_without_runs_is_refused(tmp_path):
