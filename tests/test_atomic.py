@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from trainer_helpers import K, chemistry_rows, tiny_model_dir
+from trainer_helpers import K, chemistry_rows, sdft_trainer, tiny_model_dir
 
 # Each process of a two-process run (torchrun) runs the training stage's warm-up (`caopd.train.warmup_stage`, which calls
 # `caopd.warmup.format_warmup`) and records every write of the warm-up's two files it makes: an opening for writing of
@@ -90,15 +90,7 @@ class Killed(BaseException):
     "A process killed at this point (nothing catches it, as nothing runs after a kill)."
 
 
-def _trainer(model_dir, out, dataset, tok):
-    from caopd.config import CaOPDSDFTConfig
-    from caopd.trainer import CaOPDSDFTTrainer
-    from caopd.verifiers import mcq_reward
-    args = CaOPDSDFTConfig(output_dir=str(out), use_cpu=True, bf16=False, gradient_checkpointing=False,
-                           report_to='none', disable_tqdm=True, logging_steps=1, per_device_train_batch_size=K,
-                           num_generations=K, max_completion_length=8, max_steps=2, save_steps=1, seed=0,
-                           learning_rate=1e-2, warmup_steps=0, teacher_update_rate=0.5)
-    return CaOPDSDFTTrainer(model_dir, mcq_reward, args, train_dataset=dataset, processing_class=tok)
+def _trainer(model_dir, out, dataset, tok): return sdft_trainer(model_dir, out, dataset, tok, max_steps=2, save_steps=1)
 
 
 @pytest.fixture(scope='module')

@@ -4,19 +4,12 @@ import os
 import pytest
 import torch
 
-from trainer_helpers import K, chemistry_rows, tiny_model_dir
+from trainer_helpers import K, chemistry_rows, sdft_trainer, tiny_model_dir
 
-from caopd.config import CaOPDSDFTConfig
-from caopd.trainer import EMA_TEACHER_FILE, CaOPDSDFTTrainer
-from caopd.verifiers import mcq_reward
+from caopd.trainer import EMA_TEACHER_FILE
 
 
-def _trainer(model_dir, out, dataset, tok):
-    args = CaOPDSDFTConfig(output_dir=str(out), use_cpu=True, bf16=False, gradient_checkpointing=False,
-                           report_to='none', disable_tqdm=True, logging_steps=1, per_device_train_batch_size=K,
-                           num_generations=K, max_completion_length=8, max_steps=4, save_steps=2, seed=0,
-                           learning_rate=1e-2, warmup_steps=0, teacher_update_rate=0.5)
-    return CaOPDSDFTTrainer(model_dir, mcq_reward, args, train_dataset=dataset, processing_class=tok)
+def _trainer(model_dir, out, dataset, tok): return sdft_trainer(model_dir, out, dataset, tok, max_steps=4, save_steps=2)
 
 
 def _state(trainer):

@@ -70,3 +70,15 @@ class RecordBatches:
                                 teacher_prompt=tok.decode(batch['teacher_input_ids'][i, :-T][tmask])))
         self.records = records
         return batch
+
+
+def sdft_trainer(model_dir, out, dataset, tok, max_steps:int, save_steps:int):
+    "A CaOPD-SDFT trainer of the tiny model on CPU that checkpoints every `save_steps` (the resume and checkpoint tests)."
+    from caopd.config import CaOPDSDFTConfig
+    from caopd.trainer import CaOPDSDFTTrainer
+    from caopd.verifiers import mcq_reward
+    args = CaOPDSDFTConfig(output_dir=str(out), use_cpu=True, bf16=False, gradient_checkpointing=False,
+                           report_to='none', disable_tqdm=True, logging_steps=1, per_device_train_batch_size=K,
+                           num_generations=K, max_completion_length=8, max_steps=max_steps, save_steps=save_steps, seed=0,
+                           learning_rate=1e-2, warmup_steps=0, teacher_update_rate=0.5)
+    return CaOPDSDFTTrainer(model_dir, mcq_reward, args, train_dataset=dataset, processing_class=tok)
