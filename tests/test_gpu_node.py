@@ -112,3 +112,14 @@ def test_the_vllm_server_runs_for_the_block_only(monkeypatch, tmp_path):
         assert proc.poll() is None and 'serving' in (tmp_path/'server.log').read_text()
     assert proc.poll() is not None
     with pytest.raises(ProcessLookupError): os.killpg(proc.pid, 0)
+
+
+def test_the_plan_reads_the_gpus_memory_from_the_device(monkeypatch, node):
+    "An A100 of 40 GB is planned as 40 GB (its name alone used to plan it as the 80 GB one)."
+    import torch
+    from caopd.train import RunArguments, resolve_settings, run_memory_plan
+    node(1)
+    monkeypatch.setattr(torch.cuda, 'get_device_name', lambda i=0: 'NVIDIA A100-SXM4-40GB')
+    monkeypatch.setattr(torch.cuda, 'get_device_properties', lambda i=0: SimpleNamespace(total_memory=40 * 2 ** 30))
+    plan = run_memory_plan(resolve_settings(RunArguments(model='Qwen3-0.6B', dry_run=True)))
+    assert plan.capacity == pytest.approx(40.0) and 'per NVIDIA A100-SXM4-40GB' in plan.summary()

@@ -137,3 +137,21 @@ def test_the_grid_dry_run_prints_each_runs_plan():
     plans = {lines[i].split(' runs/paper/')[1].split('/')[0].split(' ')[0]: lines[i + 1] for i in runs}
     assert len(plans) == 4 and all(p.endswith('fits') for n, p in plans.items() if 'Qwen3-0.6B' in n)
     assert all('does NOT fit; it would fit with' in p for n, p in plans.items() if 'Qwen3-32B' in n)
+
+
+def test_the_plan_is_not_below_the_peak_measured_on_an_h200():
+    """The smoke rows of figures/gpu-checks/2026-11-26-h200 (a random Qwen3-shaped 176M model, the paper preset, K = 4,
+    2 prompts, 256-token rollouts, gradient checkpointing, vLLM off): nvidia-smi's peak was 5.0 GiB, the plan 4.3 GiB
+    before it counted generation and the caching allocator's reserve."""
+    import json
+    from transformers import Qwen3Config
+    from caopd.preflight import spec_from_config
+    spec = spec_from_config(Qwen3Config(vocab_size=49152, hidden_size=1024, intermediate_size=3072, num_hidden_layers=8,
+                                        num_attention_heads=16, num_key_value_heads=8, head_dim=128,
+                                        tie_word_embeddings=True), 'qwen3-176m')
+    assert spec.n_params == pytest.approx(176e6, rel=0.01)
+    plan = memory_plan(spec, 'caopd-sdft', K=4, completion_len=256, micro_batch=1, gradient_checkpointing=True,
+                       device='H200', use_vllm=False, generation_batch=2 * 4)  # 2 prompts x K in one generate()
+    rows = json.loads((ROOT/'figures'/'gpu-checks'/'2026-11-26-h200'/'smoke'/'smoke.json').read_text())['rows']
+    peak = max(r['peak_gib'] for r in rows if r.get('peak_gib') is not None and r['id'] in ('train', 'resume'))
+    assert peak == pytest.approx(5.0, abs=0.05) and plan.total >= peak, (plan.summary(), peak)
