@@ -290,7 +290,8 @@ def run_grid(grid, # a grid YAML file (see `read_grid`)
         print(f"[run] {cmd}", flush=True)
         if dry_run and known >= fields:  # the train notebook: its memory plan on the node it would run on, and the fix
             from caopd.train import plan_row, plan_text
-            print(f"      {plan_text(plan_row(name, dict(params, out=str(out))))}", flush=True)
+            run_params = {k: v for k, v in params.items() if k in fields}  # not the notebook's own (png)
+            print(f"      {plan_text(plan_row(name, dict(run_params, out=str(out))))}", flush=True)
         if dry_run: continue
         if is_run(out): print(f"[set aside] {name}: the finished run is now {RunFolder(out).set_aside()}", flush=True)
         out.mkdir(parents=True, exist_ok=True)
