@@ -63,7 +63,7 @@ class RunArguments:
     init_from: str | None = _h("a finished run folder to continue training from (continual training, CT)", default=None)
     preset: str = _h("'cpu', 'paper' (Table 6, GPU) or 'auto' (by the model: paper for the paper's models and any "
                      "as large, cpu for the embedded model and other small ones, on any machine)", default='auto')
-    format_warmup: str | None = _h("format warm-up first (caopd.warmup): 'value' or 'format' (the loss mask), "
+    format_warmup: str | None = _h("format warm-up first (caopd.warmup): 'value', 'format' or 'graded' (the loss mask), "
                                    "'off'; None: the preset's", default=None)
     format_warmup_steps: int | None = _h("optimizer steps of the warm-up", default=None)
     format_warmup_domains: str | None = _h("domains whose training demonstrations the warm-up shows, comma-separated; "

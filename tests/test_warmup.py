@@ -59,3 +59,23 @@ def test_args_and_overrides_are_exclusive(tiny, tmp_path):
     args = FormatWarmupConfig(output_dir=str(tmp_path / 't'))
     with pytest.raises(TypeError, match='not both'):
         format_warmup(tiny, [], tmp_path, args=args, max_steps=1)
+
+
+def test_graded_mask_trains_each_rows_graded_value_on_every_domain(tiny, tmp_path):
+    "Under 'graded' (ours) every row's value is its `graded_value`, carries loss, and is never 0 or 1; a run can ask for it."
+    from caopd.train import RunArguments
+    from caopd.warmup import graded_value
+    tok = load_tokenizer('smollm2-135m-instruct')
+    rows = (list(load_domain('chemistry', 'all', data_dir=fixtures_dir())) + tooluse_rows()
+            + list(load_domain('arithmetic', 'train').select(range(16))))
+    ds = warmup_dataset(rows, tok, 'graded')
+    assert len(ds) == len(rows)
+    for row in ds:
+        trained = tok.decode([i for i, m in zip(row['input_ids'], row['completion_mask']) if m])
+        assert trained.endswith(f"Confidence: {graded_value(row['id'])}{tok.eos_token}"), row['id']
+    format_warmup(tiny, rows[:4], tmp_path / 'run', max_steps=1, per_device_train_batch_size=2, warmup_mask='graded',
+                  disable_tqdm=True)
+    assert json.loads((tmp_path / 'run' / 'warmup.json').read_text())['mask'] == 'graded'
+    assert RunArguments(format_warmup='graded').format_warmup == 'graded'
+    with pytest.raises(ValueError, match='graded'):
+        RunArguments(format_warmup='grade')
