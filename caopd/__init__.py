@@ -3,8 +3,27 @@ __version__ = "0.1.0"
 # TRL's are (`from caopd import CaOPDSDFTTrainer`). Lazy, like transformers and TRL: `import caopd` (and every console
 # script's --help) imports no torch, TRL or transformers; a name's module is imported when the name is first used.
 
+import logging as _logging, sys as _sys
+
+class _Stdout(_logging.StreamHandler):
+    "Writes to whatever `sys.stdout` is when a message comes (a notebook's, pytest's), as `print` did."
+    def __init__(self): super().__init__(_sys.stdout)
+    @property
+    def stream(self): return _sys.stdout
+    @stream.setter
+    def stream(self, value): pass
+
+# caopd's modules say what they do through `logging.getLogger(__name__)`, under the logger 'caopd': shown on stdout,
+# message only, as print would; `logging.getLogger('caopd').setLevel(logging.WARNING)` silences all but warnings, and
+# a handler added to that logger receives them elsewhere (it does not propagate: a root handler would print them twice).
+_log = _logging.getLogger(__name__)
+if not _log.handlers:
+    _handler = _Stdout(); _handler.setFormatter(_logging.Formatter('%(message)s')); _log.addHandler(_handler)
+    _log.setLevel(_logging.INFO); _log.propagate = False
+
 _LAZY = {  # module -> the names it offers at the top
-    'caopd.trainer': ('CaOPDSDFTTrainer', 'CaOPDSDPOTrainer', 'empirical_confidence'),
+    'caopd.trainer': ('CaOPDSDFTTrainer', 'CaOPDSDPOTrainer'),
+    'caopd.estimators': ('empirical_confidence',),
     'caopd.config': ('CaOPDConfig', 'CaOPDSDFTConfig', 'CaOPDSDPOConfig'),
     'caopd.loss': ('caopd_loss',),
     'caopd.baselines': ('build_trainer', 'method_config'),
@@ -12,8 +31,9 @@ _LAZY = {  # module -> the names it offers at the top
     'caopd.metrics': ('calibration_report',),
     'caopd.data': ('load_domain',),
     'caopd.models': ('load_model',),
-    'caopd.runs': ('load_run', 'runs_table'),
-    'caopd.train': ('RunArguments',),
+    'caopd.runfolder': ('load_run',),
+    'caopd.runs': ('runs_table',),
+    'caopd.arguments': ('RunArguments',),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
 # `evaluate` is the module caopd.evaluate, which is callable as its function `evaluate` (a function of that name here

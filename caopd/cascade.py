@@ -178,8 +178,9 @@ def evaluated(run, # a run folder of nbs/train.ipynb
               which:str='after', # 'after' (the trained model) or 'before' (its untrained start)
              ) -> tuple:
     "`(records, settings)` of a run folder's evaluation: its per-sample records and the settings that made them."
-    from caopd.evaluate import read_jsonl
-    from caopd.runs import RunFolder, read_json
+    from caopd.io import read_jsonl
+    from caopd.runfolder import RunFolder
+    from caopd.io import read_json
     if which not in ('before', 'after'): raise Refusal(f"which={which!r}: pass 'before' or 'after' (training)")
     folder = RunFolder(run).eval(which)
     for f in (folder/'records.jsonl', folder/'report.json'):

@@ -19,7 +19,7 @@ from .cli import Refusal, check_fields, integer, one_of, real
 from .data import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
 
 # %% ../nbs/07_config.ipynb #c005
-ESTIMATORS = ("frequency", "beta", "shrunken")  # how mu_hat is estimated from a prompt's K outcomes (`caopd.trainer.empirical_confidence`)
+ESTIMATORS = ("frequency", "beta", "shrunken")  # how mu_hat is estimated from a prompt's K outcomes (`caopd.estimators.empirical_confidence`)
 ALLOCATIONS = ("fixed", "adaptive")  # how the rollouts behind mu_hat are drawn (`CaOPDConfig.confidence_allocation`)
 CONFIDENCE_TARGETS = ("verifier", "ta-sc")  # what R(x, a_k) in mu_hat is: the gold-answer verifier or TA-SC agreement
 MU_HAT_FIELDS = ("num_confidence_rollouts", "confidence_allocation", "adaptive_max_halfwidth", "confidence_estimator",
@@ -66,7 +66,7 @@ class CaOPDConfig:
         "How mu_hat is estimated from the K verifier outcomes of a prompt: 'frequency' (the paper, (1/K) sum_k R), "
         "'beta' (Beta-posterior mean (s + a) / (K + a + b), never exactly 0 or 1) or 'shrunken' (empirical Bayes: "
         "the same posterior mean with a Beta prior fitted, by moments, on the success counts of OTHER prompts: the "
-        "step's and those of shrinkage_window earlier ones, `caopd.trainer.shrinkage_prior`).")})
+        "step's and those of shrinkage_window earlier ones, `caopd.estimators.shrinkage_prior`).")})
     beta_prior_successes: float = field(default=1.0, metadata={"help": "a of the Beta(a, b) prior ('beta' estimator)."})
     beta_prior_failures: float = field(default=1.0, metadata={"help": "b of the Beta(a, b) prior ('beta' estimator)."})
     shrinkage_window: int = field(default=32, metadata={"help": (

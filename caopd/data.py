@@ -4,10 +4,15 @@
 
 # %% ../nbs/01_data.ipynb #c002
 from __future__ import annotations
-import hashlib, json, math, os, platform, random, re, subprocess, warnings
+import hashlib, json, math, os, random, re, warnings
 from pathlib import Path
 import caopd
 from .cli import Refusal
+from .provenance import repo_root
+
+# Moved to their own modules (CHANGELOG, Unreleased): importable from here too for one release
+from .provenance import (KEY_PACKAGES, CREDENTIAL_ENVS, CredentialError, check_no_credentials, credential_fields,
+                              environment_record, git_commit)
 
 # %% auto #0
 __all__ = ['PAPER_DOMAINS', 'DOMAINS', 'DOMAIN_NAMES', 'CONFIDENCE_INSTRUCTION', 'TOOLUSE_CONFIDENCE_INSTRUCTION',
@@ -15,17 +20,15 @@ __all__ = ['PAPER_DOMAINS', 'DOMAINS', 'DOMAIN_NAMES', 'CONFIDENCE_INSTRUCTION',
            'SDPO_SOLUTION_TEMPLATE', 'SDPO_REPROMPT_TEMPLATE', 'DATA_ENV', 'OFFLINE_ENVS', 'SCIKNOWEVAL_COMMIT',
            'SCIKNOWEVAL_URL', 'SCIKNOWEVAL_FILES', 'TOOLALPACA_COMMIT', 'TOOLALPACA_URL', 'CHEMISTRY_FILE',
            'TOOLALPACA_FILES', 'CHEMISTRY_TASK_ORDER', 'DATA_SHA256', 'SPLIT_FRACTIONS', 'ARITHMETIC_LEVELS',
-           'ARITHMETIC_TEMPLATE', 'ARITHMETIC_POOL', 'ARITHMETIC_SPLIT', 'KEY_PACKAGES', 'CREDENTIAL_ENVS',
-           'check_domain', 'chemistry_options', 'chemistry_prompt', 'tooluse_prompt', 'chemistry_demonstration',
-           'tooluse_demonstration', 'sdft_teacher_prompt', 'sdpo_teacher_prompt', 'DataNotFoundError',
-           'DataFormatError', 'repo_root', 'cache_dir', 'offline', 'data_candidates', 'data_dir', 'resolve_data_file',
-           'DataChecksumError', 'sha256_file', 'mask_credentials', 'fetch_url', 'download_data',
-           'check_chemistry_record', 'read_chemistry', 'check_toolalpaca_api', 'read_toolalpaca',
-           'read_toolalpaca_train', 'stratified_splits', 'arithmetic_prompt', 'arithmetic_demonstration',
-           'interleaved_order', 'arithmetic_row', 'arithmetic_splits', 'load_arithmetic', 'chemistry_row',
-           'load_chemistry', 'toolalpaca_rows', 'load_toolalpaca', 'load_domain', 'shipped_path', 'shipped_file',
-           'fixtures_dir', 'git_commit', 'environment_record', 'CredentialError', 'credential_fields',
-           'check_no_credentials']
+           'ARITHMETIC_TEMPLATE', 'ARITHMETIC_POOL', 'ARITHMETIC_SPLIT', 'check_domain', 'chemistry_options',
+           'chemistry_prompt', 'tooluse_prompt', 'chemistry_demonstration', 'tooluse_demonstration',
+           'sdft_teacher_prompt', 'sdpo_teacher_prompt', 'DataNotFoundError', 'DataFormatError', 'cache_dir', 'offline',
+           'data_candidates', 'data_dir', 'resolve_data_file', 'DataChecksumError', 'sha256_file', 'mask_credentials',
+           'fetch_url', 'download_data', 'check_chemistry_record', 'read_chemistry', 'check_toolalpaca_api',
+           'read_toolalpaca', 'read_toolalpaca_train', 'stratified_splits', 'arithmetic_prompt',
+           'arithmetic_demonstration', 'interleaved_order', 'arithmetic_row', 'arithmetic_splits', 'load_arithmetic',
+           'chemistry_row', 'load_chemistry', 'toolalpaca_rows', 'load_toolalpaca', 'load_domain', 'shipped_path',
+           'shipped_file', 'fixtures_dir']
 
 # %% ../nbs/01_data.ipynb #c004a
 PAPER_DOMAINS = ('chemistry', 'tooluse')  # Science Q&A (SciKnowEval Chemistry L3) and Tool Use (ToolAlpaca)
@@ -160,11 +163,6 @@ class DataNotFoundError(FileNotFoundError):
 
 class DataFormatError(ValueError):
     "A data file holds a record the loaders cannot use."
-
-def repo_root() -> Path|None:
-    "The root of the caopd source checkout the package is imported from (None for an installed package)."
-    root = Path(caopd.__file__).resolve().parent.parent
-    return root if (root/'settings.ini').exists() else None
 
 def cache_dir() -> Path:
     "Where downloaded data goes: `$XDG_CACHE_HOME/caopd/data`, by default `~/.cache/caopd/data`."
@@ -624,91 +622,3 @@ def fixtures_dir() -> Path|None:
     "The test fixtures: the checkout's `data/fixtures`, else a wheel's copy (None if neither)."
     d = shipped_path('data/fixtures')
     return d if d.is_dir() else None
-
-# %% ../nbs/01_data.ipynb #c066
-KEY_PACKAGES = ('torch', 'transformers', 'trl', 'datasets', 'accelerate', 'caopd')
-
-def _git(folder, *args) -> str|None:
-    "The output of `git -C folder args`, None when git is missing or fails."
-    try: r = subprocess.run(['git', '-C', str(folder), *args], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError): return None
-    return r.stdout.strip() if r.returncode == 0 else None
-
-def git_commit(folder:str|Path|None=None, # a folder inside a git checkout (default: the caopd checkout)
-              ) -> str|None:
-    "The commit checked out at `folder`, None outside a git checkout."
-    folder = folder if folder is not None else repo_root()
-    return None if folder is None else _git(folder, 'rev-parse', '--verify', 'HEAD')
-
-def environment_record(packages:tuple=KEY_PACKAGES, # distribution names whose versions to record
-                      ) -> dict:
-    "Python's and the key packages' versions, and the caopd checkout's git commit (None where unknown)."
-    from importlib.metadata import version, PackageNotFoundError
-    out = dict(python=platform.python_version())
-    for p in packages:
-        try: out[p] = version(p)
-        except PackageNotFoundError: out[p] = caopd.__version__ if p == 'caopd' else None
-    commit = git_commit()
-    status = _git(repo_root(), 'status', '--porcelain', '--untracked-files=no') if commit else None
-    return dict(out, git_commit=commit, git_dirty=None if status is None else bool(status))
-
-# %% ../nbs/01_data.ipynb #c069
-CREDENTIAL_ENVS = {'hub_token': 'HF_TOKEN', 'push_to_hub_token': 'HF_TOKEN', 'token': 'HF_TOKEN', 'hf_token': 'HF_TOKEN',
-                   'api_key': 'OPENAI_API_KEY', 'openai_api_key': 'OPENAI_API_KEY', 'wandb_api_key': 'WANDB_API_KEY'}
-# keys that hold a credential, as arguments and as a URL's query parameters (`?api-key=` read as `api_key`); `pad_token`
-# and the like are tokenizer tokens, not credentials, so `token` and `key` must stand alone; `sig` and `signature` sign
-# a URL (Azure SAS, S3 presigned)
-_CREDENTIAL_KEY = re.compile(r'^((hub|push_to_hub|hf|auth|access|bearer|api|refresh)_)?token$|^key$|^sig$|(^|_)(api_?key'
-                             r'|access_?key|secret(_key)?|password|passwd|authorization|credentials?|signature)$', re.I)
-
-class CredentialError(Refusal):  # a ValueError; one line and exit status 2 on the command line (caopd.cli.refusals)
-    "A credential was given as an argument, where it would be written to disk and printed."
-
-def _url_credentials(s:str) -> list[tuple[str, str]]:
-    "(suffix of where, kind) of each credential in the URLs of `s`: user info ('', 'url'), a query or fragment parameter named like a credential key ('?api_key', 'query')."
-    from urllib.parse import parse_qsl, urlsplit
-    out = []
-    for m in re.finditer(r'[A-Za-z][A-Za-z0-9+.-]*://\S+', s):
-        try: u = urlsplit(m.group(0))
-        except ValueError: continue
-        if u.username or u.password: out.append(('', 'url'))
-        out += [(f'{sep}{k}', 'query') for sep, part in (('?', u.query), ('#', u.fragment))
-                for k, _ in parse_qsl(part) if _CREDENTIAL_KEY.search(k.replace('-', '_'))]
-    return list(dict.fromkeys(out))
-
-def credential_fields(obj, # a dict (nested dicts, lists, JSON strings), list or string of arguments
-                      prefix:str='', # the path of `obj` itself
-                     ) -> list[tuple[str, str]]:
-    "(where, kind) of every credential in `obj`: a key named like one that holds a value ('key'), a URL with user info ('url') or with one in its query string ('query')."
-    if isinstance(obj, dict):
-        out = []
-        for k, v in obj.items():
-            where = f'{prefix}.{k}' if prefix else str(k)
-            if _CREDENTIAL_KEY.search(str(k)) and v not in (None, '', False): out.append((where, 'key'))
-            else: out += credential_fields(v, where)
-        return out
-    if isinstance(obj, (list, tuple)): return [w for i, v in enumerate(obj) for w in credential_fields(v, f'{prefix}[{i}]')]
-    if isinstance(obj, str):
-        if obj.lstrip().startswith(('{', '[')):  # a dict given as its JSON (trainer_overrides, api_kwargs)
-            try: return credential_fields(json.loads(obj), prefix)
-            except json.JSONDecodeError: pass
-        return [(prefix + at, kind) for at, kind in _url_credentials(obj)]
-    return []
-
-def check_no_credentials(args:dict, # what a command was given, by name (nested dicts and JSON strings are searched)
-                         command:str|None, # the command or file, for the message: 'caopd.train', 'nbs/grids/x.yaml: run a' (None: no prefix)
-                         env:str|None=None, # the environment variable a URL's credentials belong in (e.g. OPENAI_API_KEY)
-                        ):
-    "Refuse credentials given as arguments (they would be written and printed): name where each is and the environment variable to use, never its value."
-    found = credential_fields(args)
-    if not found: return
-    def fix(where, kind):
-        if kind == 'url': return (f"{where} is a URL with user info: give it without (scheme://host/...)" +
-                                  (f" and the key in the environment variable {env}" if env else ''))
-        if kind == 'query': return (f"{where} is a credential carried in a URL: give the URL without it and the "
-                                    f"credential in {f'the environment variable {env}' if env else 'the environment variable the library that needs it reads'}")
-        var = CREDENTIAL_ENVS.get(where.rsplit('.', 1)[-1].lower())
-        return f"{where} holds a credential: set {f'the environment variable {var}' if var else 'it in the environment variable the library that needs it reads'} instead"
-    raise CredentialError((f"{command}: " if command else '') + '; '.join(fix(*f) for f in found) + ". Arguments are written to run folders "
-                          "(settings, checkpoints, reports, notebooks) and printed; the environment is not, and child "
-                          "processes inherit it.")

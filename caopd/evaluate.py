@@ -4,312 +4,30 @@
 
 # %% ../nbs/09_evaluate.ipynb #c002
 from __future__ import annotations
-import hashlib, importlib.util, json, math, os, sys, threading, time
-from collections import Counter
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import hashlib, json, logging, math, os, sys, time
 from pathlib import Path
-from .io import atomic_write, read_jsonl, write_json, write_jsonl as _write_jsonl
+from .io import atomic_write, markdown_table, read_jsonl, write_json, write_jsonl as _write_jsonl
 from .cli import Refusal, command, integer, json_object, named, nonempty, one_of, real
 from .confidence import parse_confidence
-from .data import PAPER_DOMAINS, check_domain, environment_record, load_domain
-from .verifiers import answer_letter, extract_answer, verify
+from .data import PAPER_DOMAINS, check_domain, load_domain
+from .generation import (BACKENDS, _generate_batches, generate, generate_openai, generate_vllm, api_base_url,
+                              resolve_backend)
 from .metrics import METRICS, METRIC_NAMES, calibration_report, interval_text
-from .figures import confidence_histogram, reliability_diagram, risk_coverage_curves, save_figure
+from .provenance import environment_record
+from .runfolder import RunMismatchError
+from .verifiers import answer_letter, extract_answer, verify
+
+_log = logging.getLogger(__name__)  # what the library says (caopd/__init__.py: shown on stdout; silence it there)
+
+# Moved to their own modules (CHANGELOG, Unreleased): importable from here too for one release
+from .generation import GENERATE_TOP_K, OPENAI_PREFIX, DEFAULT_OPENAI_URL, API_RETRY_DELAY, openai_client
+from .testing import ScriptedAPI
 
 # %% auto #0
-__all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'BREAKDOWNS',
-           'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'generate', 'generate_vllm', 'api_base_url',
-           'openai_client', 'generate_openai', 'ScriptedAPI', 'resolve_backend', 'score_completion',
-           'score_completions', 'write_jsonl', 'append_jsonl', 'report_markdown', 'breakdown_key', 'records_report',
-           'breakdown', 'breakdown_markdown', 'RunMismatchError', 'prompts_sha256', 'kept_records', 'open_run',
-           'evaluate', 'write_run', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'main']
-
-# %% ../nbs/09_evaluate.ipynb #c006
-def _generate_batches(model, tokenizer, # a transformers causal LM and its tokenizer
-                      keys:list, # one key per input, handed back with its completion
-                      inputs:list[str], # full texts to continue (chat template applied), longest first for tight batches
-                      batch_size:int, # sequences per `generate` call
-                      done, # called as done(keys of a batch, their decoded continuations) after each batch
-                      **generate_kwargs, # `model.generate` arguments (max_new_tokens, sampling)
-                     ):
-    "Continue `inputs` in left-padded batches; the tokenizer's padding side is restored afterwards."
-    import torch
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    side, tokenizer.padding_side = tokenizer.padding_side, 'left'
-    try:
-        for b in range(0, len(inputs), batch_size):
-            enc = tokenizer(inputs[b:b + batch_size], return_tensors='pt', padding=True, add_special_tokens=False)
-            enc = enc.to(model.device)
-            with torch.inference_mode():
-                ids = model.generate(**enc, pad_token_id=pad_id, **generate_kwargs)
-            done(keys[b:b + batch_size], tokenizer.batch_decode(ids[:, enc['input_ids'].shape[1]:], skip_special_tokens=True))
-    finally: tokenizer.padding_side = side
-
-GENERATE_TOP_K = 50  # transformers' default top_k, stated: the embedded model's generation config sets none
-
-def generate(model,  # a transformers causal LM
-             tokenizer,  # its tokenizer, with a chat template
-             prompts:list,  # chat-message lists, one per prompt
-             n:int=1,  # samples per prompt
-             temperature:float=0.6,  # sampling temperature; 0 is greedy
-             top_p:float=0.95,  # nucleus sampling mass
-             max_new_tokens:int=512,  # generation budget per sample
-             batch_size:int=32,  # sequences per `generate` call
-             chat_template_kwargs:dict|None=None,  # extra arguments of the chat template (e.g. enable_thinking)
-             seed:int=0,  # torch seed, for repeatable sampling
-             progress:bool=True,  # show a progress bar
-             samples:list|None=None,  # the (prompt index, sample index) pairs to generate (None: all `n` of every prompt)
-             on_batch=None,  # called after each batch with its [(prompt index, sample index, completion)]
-            ) -> list[list[str|None]]:
-    "Sample `n` completions for each chat prompt; returns `n` strings per prompt, in prompt order (None where not asked)."
-    import torch
-    from tqdm.auto import tqdm
-    if n < 1: raise ValueError(f"n={n}: the number of samples per prompt must be at least 1")
-    if temperature < 0: raise ValueError(f"temperature={temperature} must be >= 0 (0 means greedy decoding)")
-    jobs = [(i, j) for i in range(len(prompts)) for j in range(n)] if samples is None else [tuple(s) for s in samples]
-    bad = [s for s in jobs if not (0 <= s[0] < len(prompts) and 0 <= s[1] < n)]
-    if bad: raise ValueError(f"samples {bad[:3]} are outside {len(prompts)} prompts x n={n}")
-    texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True, **(chat_template_kwargs or {}))
-             for p in prompts]
-    jobs = sorted(jobs, key=lambda o: -len(texts[o[0]]))
-    out = [[None] * n for _ in texts]
-    sampling = (dict(do_sample=True, temperature=temperature, top_p=top_p, top_k=GENERATE_TOP_K) if temperature > 0
-                else dict(do_sample=False))
-    torch.manual_seed(seed)
-    bar = tqdm(total=len(jobs), desc='generate', unit='sample', disable=not progress)
-    def done(batch, completions):
-        for (i, j), c in zip(batch, completions): out[i][j] = c
-        if on_batch is not None: on_batch([(i, j, out[i][j]) for i, j in batch])
-        bar.update(len(batch))
-    _generate_batches(model, tokenizer, jobs, [texts[i] for i, _ in jobs], batch_size, done,
-                      max_new_tokens=max_new_tokens, **sampling)
-    bar.close()
-    return out
-
-# %% ../nbs/09_evaluate.ipynb #c008
-def generate_vllm(model,  # model name, alias, HF id or local folder, or an already built `vllm.LLM`
-                  prompts:list,  # chat-message lists, one per prompt
-                  n:int=1,  # samples per prompt
-                  temperature:float=0.6,  # sampling temperature; 0 is greedy
-                  top_p:float=0.95,  # nucleus sampling mass
-                  max_new_tokens:int=512,  # generation budget per sample
-                  seed:int=0,  # sampling seed (of the engine and of each request)
-                  tensor_parallel_size:int=1,  # GPUs the engine shards the model over
-                  max_model_len:int|None=None,  # the engine's context length, prompt + completion (None: the model's)
-                  chat_template_kwargs:dict|None=None,  # chat-template arguments (None: `caopd.models.chat_template_kwargs` of the model)
-                  progress:bool=True,  # show vLLM's progress bar
-                  **llm_kwargs,  # more arguments of `vllm.LLM` (e.g. gpu_memory_utilization)
-                 ) -> list[list[str]]:
-    "Sample `n` completions for each chat prompt with vLLM's `LLM.chat`; returns `n` strings per prompt, in prompt order."
-    try: from vllm import LLM, SamplingParams
-    except ImportError as e:
-        raise ImportError("backend='vllm' needs the vllm package (GPU nodes): rebuild the environment with "
-                          "`CAOPD_EXTRAS=vllm .ci/env ...`, or use backend='transformers'.") from e
-    from caopd.models import chat_template_kwargs as template_kwargs, model_path
-    if n < 1: raise ValueError(f"n={n}: the number of samples per prompt must be at least 1")
-    if isinstance(model, LLM): llm, name = model, None
-    else:
-        name = model
-        engine = dict(tensor_parallel_size=tensor_parallel_size, **({} if max_model_len is None else dict(max_model_len=max_model_len)))
-        llm = LLM(model=model_path(model), seed=seed, **engine, **llm_kwargs)
-    kw = template_kwargs(name, llm.get_tokenizer()) if chat_template_kwargs is None else chat_template_kwargs
-    params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
-    outs = llm.chat(list(prompts), params, use_tqdm=progress, chat_template_kwargs=kw)
-    return [[o.text for o in sorted(r.outputs, key=lambda o: o.index)] for r in outs]
-
-# %% ../nbs/09_evaluate.ipynb #c014
-OPENAI_PREFIX = 'openai:'  # a model string with this prefix is served by an OpenAI-compatible API
-DEFAULT_OPENAI_URL = 'https://api.openai.com/v1'
-API_RETRY_DELAY = (0.5, 8.0)  # seconds before the first retry, and the longest wait (it doubles): the openai client's own
-
-def api_base_url(base_url:str|None=None, # the endpoint given (None: $OPENAI_BASE_URL, else OpenAI's)
-                ) -> str:
-    "The endpoint requests go to. One with user info (`http://user:pw@host`) is refused: reports record it and errors name it."
-    from caopd.data import check_no_credentials
-    url = base_url or os.environ.get('OPENAI_BASE_URL') or DEFAULT_OPENAI_URL
-    check_no_credentials({'base_url' if base_url else 'OPENAI_BASE_URL': url}, None, env='OPENAI_API_KEY')
-    return url
-
-def openai_client(base_url:str|None=None,  # the endpoint, e.g. 'http://localhost:8000/v1' (default: $OPENAI_BASE_URL, else OpenAI's)
-                  api_key:str|None=None,  # the key (default: $OPENAI_API_KEY)
-                  max_retries:int=5,  # retries of rate limits, timeouts and 5xx errors, with exponential backoff
-                  timeout:float=600,  # seconds per request
-                 ):
-    "An `openai.OpenAI` client for an OpenAI-compatible endpoint; a missing key is a clear error."
-    import openai
-    base_url = api_base_url(base_url)
-    api_key = api_key or os.environ.get('OPENAI_API_KEY')
-    if not api_key:
-        raise ValueError(f"No API key for {base_url}: set the environment variable OPENAI_API_KEY (any non-empty "
-                         "value for a local server that checks none, e.g. `vllm serve`), or pass api_key=...")
-    return openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout)
-
-# %% ../nbs/09_evaluate.ipynb #c015
-def _choice_record(choice) -> dict:
-    "The completion (message content only) of one API choice, and its reasoning when the server sent one."
-    msg = choice.message
-    rec = dict(completion=msg.content or '')
-    reasoning = getattr(msg, 'reasoning_content', None) or getattr(msg, 'reasoning', None)
-    if reasoning: rec['reasoning_content'] = reasoning
-    return rec
-
-def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' accepted)
-                    prompts:list,  # chat-message lists, one per prompt
-                    n:int=1,  # samples per prompt
-                    temperature:float|None=0.6,  # sampling temperature (None: not sent)
-                    top_p:float|None=0.95,  # nucleus sampling mass (None: not sent)
-                    max_new_tokens:int|None=512,  # generation budget per sample, sent as `max_tokens` (None: not sent)
-                    base_url:str|None=None,  # the endpoint (default: $OPENAI_BASE_URL, else OpenAI's)
-                    api_key:str|None=None,  # the key (default: $OPENAI_API_KEY)
-                    workers:int=8,  # concurrent requests
-                    max_retries:int=5,  # retries of rate limits, timeouts and 5xx errors, with backoff
-                    timeout:float=600,  # seconds a request may take before it is abandoned (and retried)
-                    seed:int|None=None,  # sent as `seed` for servers that sample repeatably with it (None: not sent)
-                    on_result=None,  # called with (prompt index, its `n` samples) as each prompt is finished
-                    progress:bool=True,  # show a progress bar
-                    **kwargs,  # more arguments of `chat.completions.create` (e.g. max_completion_tokens, reasoning_effort)
-                   ) -> list[list[dict]]:
-    "Sample `n` chat completions per prompt from an OpenAI-compatible API; `n` dicts (`completion`, maybe `reasoning_content`) per prompt."
-    import openai
-    from tqdm.auto import tqdm
-    if n < 1: raise ValueError(f"n={n}: the number of samples per prompt must be at least 1")
-    name = model[len(OPENAI_PREFIX):] if model.startswith(OPENAI_PREFIX) else model
-    client = openai_client(base_url, api_key, max_retries, timeout)
-    url = str(client.base_url).rstrip('/') + '/chat/completions'
-    if 'max_completion_tokens' in kwargs: max_new_tokens = None  # reasoning models take this instead of max_tokens
-    params = dict(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
-    params = {k: v for k, v in {**params, **kwargs}.items() if v is not None}
-    def create(i, more):
-        "One request; a response cut short or not a chat completion is retried like a server error (the client retries those)."
-        for attempt in range(max_retries + 1):
-            if attempt: time.sleep(min(API_RETRY_DELAY[0] * 2 ** (attempt - 1), API_RETRY_DELAY[1]))
-            try: resp = client.chat.completions.create(model=name, messages=prompts[i], **{**params, **more})
-            except (json.JSONDecodeError, openai.APIResponseValidationError) as e:
-                why, cause = f'a response that is not a valid chat completion ({e})', e; continue
-            if getattr(resp, 'choices', None): return resp
-            why, cause = ('a chat completion without choices' if hasattr(resp, 'choices')
-                          else f'a response that is not JSON (a {type(resp).__name__})'), None
-        raise RuntimeError(f"{url} sent {why} for model {name!r}, prompt {i}, after {max_retries} retries: check the "
-                           "server's log, and any proxy between (a truncated body, an HTML error page)") from cause
-    def sample(i):
-        got = []
-        while len(got) < n:
-            k = n - len(got)
-            more = dict(n=k) if k > 1 else {}
-            if got and 'seed' in params: more['seed'] = params['seed'] + len(got)  # do not draw the same choices again
-            try: resp = create(i, more)
-            except openai.APIStatusError as e:
-                hint = ' (check OPENAI_API_KEY)' if e.status_code in (401, 403) else ''
-                retried = e.status_code in (408, 409, 429) or e.status_code >= 500  # what the client retries
-                raise RuntimeError(f"{url} answered HTTP {e.status_code}{hint} for model {name!r}, prompt {i}"
-                                   f"{f', after {max_retries} retries' if retried else ''}: {e.message}") from e
-            except openai.APITimeoutError as e:
-                raise RuntimeError(f"{url} did not answer within timeout={timeout} s for model {name!r}, prompt {i}, "
-                                   f"after {max_retries} retries: raise the timeout (--timeout) or check the server") from e
-            except openai.APIConnectionError as e:
-                raise RuntimeError(f"Could not reach {url} for model {name!r} after {max_retries} retries ({e}): "
-                                   "check OPENAI_BASE_URL / base_url and that the server is running") from e
-            got += [_choice_record(c) for c in sorted(resp.choices, key=lambda c: c.index)][:k]
-        return got
-    out, error = [None] * len(prompts), None
-    bar = tqdm(total=len(prompts), desc='generate', unit='prompt', disable=not progress)
-    ex = ThreadPoolExecutor(max_workers=max(1, workers))
-    try:
-        futures = {ex.submit(sample, i): i for i in range(len(prompts))}
-        for f in as_completed(futures):
-            if f.cancelled(): continue
-            if f.exception() is not None:
-                if error is None:
-                    error = f.exception()
-                    for g in futures: g.cancel()  # start no new request; those in flight finish and are kept
-                continue
-            i = futures[f]; out[i] = f.result()
-            bar.update(1)
-            if on_result is not None: on_result(i, out[i])
-    finally:
-        ex.shutdown(wait=True, cancel_futures=True)
-        bar.close()
-    if error is not None: raise error
-    return out
-
-# %% ../nbs/09_evaluate.ipynb #c017
-class ScriptedAPI:
-    "A local OpenAI-compatible chat server answering from `script` ({user message: [completion or dict(content, reasoning_content)]})."
-    def __init__(self, script:dict, # user message -> the completions to serve for it, in order
-                 max_choices:int|None=None, # most choices per response (None: all that are asked)
-                 fail:list=(), # HTTP statuses to answer the first requests with; 'truncated' or 'html': a 200 whose body is cut short or is an HTML page
-                 fail_after:int|None=None, # answer this many requests, then fail every request with `fail_status`
-                 fail_status:int=500, # the status of the requests after `fail_after`
-                 delay:float=0, # seconds to wait before answering
-                ):
-        self.script, self.max_choices, self.fail = script, max_choices, list(fail)
-        self.fail_after, self.fail_status, self.delay = fail_after, fail_status, delay
-        self.requests, self.served, self.answered, self.lock = [], Counter(), 0, threading.Lock()
-        api = self
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self): api.answer(self)
-            def log_message(self, *args): pass
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request, client_address): pass  # a client that gave up (timeout) is not an error here
-        self.server = Server(('127.0.0.1', 0), Handler)
-        self.url = f'http://127.0.0.1:{self.server.server_port}/v1'
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-    def send(self, h, status, payload, headers={}):
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        h.send_response(status)
-        for k, v in {'Content-Type': 'application/json', 'Content-Length': str(len(data)), **headers}.items(): h.send_header(k, v)
-        h.end_headers(); h.wfile.write(data)
-    def answer(self, h):
-        body = json.loads(h.rfile.read(int(h.headers['Content-Length'])))
-        if self.delay: time.sleep(self.delay)
-        with self.lock:
-            self.requests.append(dict(body, path=h.path, authorization=h.headers.get('Authorization')))
-            status = self.fail.pop(0) if self.fail else None
-            if status is None and self.fail_after is not None and self.answered >= self.fail_after: status = self.fail_status
-            if status is None:
-                user = body['messages'][-1]['content']
-                k = min(body.get('n', 1), self.max_choices or 99)
-                done = self.served[user]; self.served[user] += k
-                comps = self.script[user][done:done + k]
-                self.answered += 1
-        if status == 'truncated': return self.send(h, 200, b'{"id": "chatcmpl-0", "object": "chat.comp')
-        if status == 'html': return self.send(h, 200, b'<html>502 Bad Gateway</html>', {'Content-Type': 'text/html'})
-        if status is not None:  # `retry-after-ms` keeps the client's backoff short
-            return self.send(h, status, dict(error=dict(message=f'scripted HTTP {status}')), {'retry-after-ms': '5'})
-        msgs = [dict(role='assistant', content=c) if isinstance(c, str) else dict(role='assistant', **c) for c in comps]
-        self.send(h, 200, dict(id='chatcmpl-0', object='chat.completion', created=0, model=body['model'],
-                               choices=[dict(index=j, message=m, finish_reason='stop') for j, m in enumerate(msgs)]))
-    def __enter__(self): return self
-    def __exit__(self, *args): self.server.shutdown(); self.server.server_close()
-
-# %% ../nbs/09_evaluate.ipynb #c023
-BACKENDS = ('auto', 'transformers', 'vllm', 'openai')
-
-def _vllm_usable() -> bool:
-    "vLLM is installed and a CUDA GPU is visible."
-    if importlib.util.find_spec('vllm') is None: return False
-    import torch
-    return torch.cuda.is_available()
-
-def resolve_backend(model,  # model name, 'openai:<name>', or a loaded (model, tokenizer) pair
-                    backend:str='auto',  # one of `BACKENDS`
-                   ) -> str:
-    "The backend that generates with `model`: 'transformers', 'vllm' or 'openai'."
-    if backend not in BACKENDS: raise ValueError(f"backend={backend!r}: use one of {', '.join(map(repr, BACKENDS))}")
-    is_pair = isinstance(model, (tuple, list))
-    if is_pair and len(model) != 2: raise ValueError(f"model is a sequence of {len(model)} items: pass a name, or a (model, tokenizer) pair")
-    if not is_pair and not isinstance(model, (str, os.PathLike)):
-        raise TypeError(f"model={model!r}: pass a model name or folder, 'openai:<name>', or a (model, tokenizer) pair")
-    is_api = isinstance(model, str) and model.startswith(OPENAI_PREFIX)
-    if is_api and backend not in ('auto', 'openai'):
-        raise ValueError(f"model={model!r} is an API model: it runs with backend='openai' (or 'auto'), not {backend!r}")
-    if is_pair and backend not in ('auto', 'transformers'):
-        raise ValueError(f"a loaded (model, tokenizer) pair runs with backend='transformers' (or 'auto'), not {backend!r}")
-    if is_api or backend == 'openai': return 'openai'
-    if is_pair: return 'transformers'
-    if backend != 'auto': return backend
-    return 'vllm' if _vllm_usable() else 'transformers'
+__all__ = ['BREAKDOWNS', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'score_completion', 'score_completions',
+           'write_jsonl', 'append_jsonl', 'report_markdown', 'breakdown_key', 'records_report', 'breakdown',
+           'breakdown_markdown', 'prompts_sha256', 'kept_records', 'open_run', 'evaluate', 'write_run',
+           'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'main']
 
 # %% ../nbs/09_evaluate.ipynb #c026
 def score_completion(row:dict,  # a dataset row with `id`, `answer` and `prompt`
@@ -366,11 +84,12 @@ def report_markdown(report:dict,  # a `calibration_report` (older reports with f
                     level:float=0.95,  # the level the report's intervals were computed at, for the caption
                    ) -> str:
     "A Markdown table of a calibration report: each metric over all samples and over those that stated a confidence."
-    lines = ([f'### {title}', ''] if title else []) + ['| metric | all samples | stated a confidence |', '|---|---|---|']
-    for k in (*METRICS, 'n'):
-        stated = '' if k == 'format_adherence' else _cell(report, 'n_stated' if k == 'n' else f'{k}_stated')
-        lines.append(f'| {METRIC_NAMES[k]} | {_cell(report, k)} | {stated} |')
-    if 'n_distinct' in report: lines.append(f"| {METRIC_NAMES['n_distinct']} |  | {_cell(report, 'n_distinct')} |")
+    rows = [[METRIC_NAMES[k], _cell(report, k),
+             '' if k == 'format_adherence' else _cell(report, 'n_stated' if k == 'n' else f'{k}_stated')]
+            for k in (*METRICS, 'n')]
+    if 'n_distinct' in report: rows.append([METRIC_NAMES['n_distinct'], '', _cell(report, 'n_distinct')])
+    lines = ([f'### {title}', ''] if title else []) + [
+        markdown_table(rows, header=['metric', 'all samples', 'stated a confidence']).rstrip('\n')]
     notes = []
     if 'n_stated' in report: notes.append('All samples: a missing confidence counts as the worst case (1 if wrong, 0 if right).')
     if any(isinstance(v, (int, float)) and not math.isnan(v) for k, v in report.items() if k.endswith(('_lo', '_hi'))):
@@ -416,11 +135,10 @@ def breakdown_markdown(by:dict[str, dict], # `breakdown(...)`
                       ) -> str:
     "A Markdown table of a breakdown: per group, n, accuracy, mean confidence, OCG, ECE, AUROC within the group (and `answered` for letters)."
     letters = key == 'answer'
-    head = f"| {BREAKDOWNS[key]} | n | accuracy | mean confidence | OCG | ECE | AUROC |" + (' answered |' if letters else '')
-    lines = ([f'### {title}', ''] if title else []) + [head, '|---' * (head.count('|') - 1) + '|']
-    for g, rep in by.items():
-        cells = [g, str(rep['n'])] + [_cell(rep, m) for m in ('accuracy', 'mean_confidence', 'ocg', 'ece', 'auroc')]
-        lines.append('| ' + ' | '.join(cells + ([str(rep['answered'])] if letters else [])) + ' |')
+    header = [BREAKDOWNS[key], 'n', 'accuracy', 'mean confidence', 'OCG', 'ECE', 'AUROC'] + (['answered'] if letters else [])
+    rows = [[g, rep['n'], *[_cell(rep, m) for m in ('accuracy', 'mean_confidence', 'ocg', 'ece', 'auroc')]]
+            + ([rep['answered']] if letters else []) for g, rep in by.items()]
+    lines = ([f'### {title}', ''] if title else []) + [markdown_table(rows, header=header, right=()).rstrip('\n')]
     notes = ['', f"AUROC within each {BREAKDOWNS[key]}: n/a where every answer of it is right or every one wrong (no pair to rank)."]
     return '\n'.join(lines + notes) + '\n'
 
@@ -429,8 +147,6 @@ EVAL_SETTINGS_FILE = 'eval_settings.json'  # in a run folder: the settings its r
 RESUME_KEYS = ('model', 'backend', 'domain', 'split', 'limit', 'prompts', 'prompts_sha256', 'n_samples', 'temperature',
                'top_p', 'max_new_tokens', 'seed', 'api_kwargs')  # settings a resumed evaluation must share
 
-class RunMismatchError(Refusal):  # a ValueError; one line and exit status 2 on the command line
-    "A run folder holds records made with other settings than the evaluation asked to resume there."
 
 def prompts_sha256(rows,  # the evaluated rows, with `id`, `prompt` and `answer`
                   ) -> str:
@@ -518,7 +234,7 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     if is_pair and not name:
         raise ValueError("evaluate((model, tokenizer), ...) needs name=...: the name to record for this in-memory model")
     model_name = name or str(model)
-    from caopd.data import check_no_credentials
+    from caopd.provenance import check_no_credentials
     check_no_credentials(dict(model=model_name, data_dir=str(data_dir or ''), out=str(out or ''), api_kwargs=api_kwargs),
                          'caopd.evaluate')  # before anything is written; `api_key` is an argument that is never written
     if backend == 'openai': api_base_url(base_url)
@@ -544,7 +260,7 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     done = {(r['id'], r['sample']) for r in kept}
     missing = {k: [j for j in range(n_samples) if (r['id'], j) not in done] for k, r in enumerate(rows_list)}
     todo = [k for k, js in missing.items() if js]
-    if kept and progress: print(f"resuming {out}: {len(done)} of {len(rows) * n_samples} samples already there", file=sys.stderr)
+    if kept and progress: _log.info(f"resuming {out}: {len(done)} of {len(rows) * n_samples} samples already there")
     new = []
     def keep(recs):  # every finished sample goes to disk at once
         new.extend(recs)
@@ -602,6 +318,8 @@ def write_run(out,  # the run folder
               settings:dict,  # what produced them (model, domain, split, ...)
              ) -> Path:
     "Write records, report (JSON and Markdown, with the breakdown by level or gold letter) and the three calibration figures into `out`."
+    from caopd.figures import confidence_histogram, reliability_diagram, risk_coverage_curves
+    from caopd.saving import save_figure  # plotly: only here
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     write_jsonl(records, out/'records.jsonl')
     key = breakdown_key(records, settings['domain']) if settings.get('domain') else None

@@ -9,11 +9,12 @@ __all__ = ['MODEL_ALIASES', 'EMBEDDED_MODEL', 'EMBEDDED_GGUF', 'build_counts', '
            'default_dtype', 'model_path', 'load_tokenizer', 'load_model', 'tiny_model']
 
 # %% ../nbs/05_models.ipynb #c002
-import contextlib, copy, importlib.util, json, os, shutil, tempfile, threading, time
+import contextlib, copy, importlib.util, json, os, shutil, tempfile, time
 from collections import Counter
 from pathlib import Path
 
 import torch
+from filelock import FileLock
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 # %% ../nbs/05_models.ipynb #c005
@@ -68,23 +69,11 @@ def apply_chat_template(
 
 # %% ../nbs/05_models.ipynb #c012
 build_counts = Counter()  # number of builds `cached_build` actually ran in this process, by destination folder
-_thread_lock = threading.RLock()  # `flock` is per open file; this also serialises threads where `fcntl` is missing
 
 
 def cache_dir() -> Path:
     "Root of caopd's on-disk cache: `$CAOPD_CACHE`, default `~/.cache/caopd`."
     return Path(os.environ.get("CAOPD_CACHE") or "~/.cache/caopd").expanduser()
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path):
-    "Hold an exclusive lock on file `path` (a no-op where `fcntl` is missing)."
-    try: import fcntl
-    except ImportError: yield; return
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try: yield
-        finally: fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def cached_build(
@@ -95,7 +84,7 @@ def cached_build(
     dest = Path(dest)
     if dest.is_dir(): return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
-    with _thread_lock, _file_lock(dest.parent / f".{dest.name}.lock"):
+    with FileLock(dest.parent / f".{dest.name}.lock"):  # other processes and other threads alike
         if dest.is_dir(): return dest  # built by another process while we waited
         for stale in dest.parent.glob(f".{dest.name}.tmp-*"): shutil.rmtree(stale, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))

@@ -550,9 +550,9 @@ def version_table(status:dict|None=None, # `cuda_status()` (default: this machin
 
 def versions_markdown(rows:list[dict]) -> str:
     "`version_table()` as a markdown table."
-    head = '| package | installed | supported | in range | range from |\n|---|---|---|---|---|'
-    return '\n'.join([head] + [f"| {r['package']} | {r['installed'] or '-'} | {r['supported']} | {r['in_range']} | "
-                               f"{r['source']} |" for r in rows])
+    from caopd.io import markdown_table
+    body = [[r['package'], r['installed'] or '-', r['supported'], r['in_range'], r['source']] for r in rows]
+    return markdown_table(body, header=['package', 'installed', 'supported', 'in range', 'range from']).rstrip('\n')
 
 # %% ../nbs/12_preflight.ipynb #c034g
 # Too large to train on CPU: as large as the smallest of the paper's models (Qwen3-0.6B); see the prose above

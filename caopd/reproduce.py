@@ -15,11 +15,13 @@ import numpy as np
 import pandas as pd
 
 from .data import PAPER_DOMAINS
-from .figures import METHOD_NAMES, wide_table
+from .tables import METHOD_NAMES, wide_table
 from .methods import TRAINABLE  # the methods a training run can make
-from .evaluate import read_jsonl, records_report
+from .io import read_jsonl
+from .evaluate import records_report
 from .metrics import REPORT_KEYS, SELECTIVE_METRICS, calibration_report, interval_text
-from .runs import RunFolder, load_run, papermill_command, runs_table
+from .runfolder import RunFolder, load_run
+from .runs import papermill_command, runs_table
 
 # %% ../nbs/11a_reproduce.ipynb #rc056
 _RUN_METRICS = REPORT_KEYS  # every key of a calibration report: metrics, the stated subset, their intervals

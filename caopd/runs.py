@@ -7,172 +7,26 @@ from __future__ import annotations
 import itertools, json, shlex
 from pathlib import Path
 
-from .data import check_no_credentials, shipped_file
+from .arguments import RunArguments
 from .cli import Refusal, command, named
-from .io import read_json, read_jsonl, write_json, write_jsonl
+from .data import shipped_file
 from .metrics import REPORT_KEYS
+from .plan import nodes_markdown, plan_row, plan_text, recipe_runs
+from .provenance import check_no_credentials
+from .runfolder import REPLACED, RunFolder, is_run, load_run
+
+# Moved to their own modules (CHANGELOG, Unreleased): importable from here too for one release
+from .runfolder import RUN_IDENTITY, OVERRIDES_NOT_IDENTITY, diff_text, identity_diff, run_folder, run_identity
+from .io import read_json, read_jsonl, write_json, write_jsonl
 
 # %% auto #0
-__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'RUN_IDENTITY', 'OVERRIDES_NOT_IDENTITY', 'REPLACED', 'RunFolder', 'is_run', 'load_run',
-           'run_identity', 'identity_diff', 'run_folder', 'diff_text', 'runs_table', 'papermill_command', 'read_grid',
-           'run_grid', 'main']
+__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'runs_table', 'papermill_command', 'read_grid', 'run_grid', 'grid_plans', 'nodes_report',
+           'main']
 
 # %% ../nbs/11_runs.ipynb #c005
 RUN_METRICS = REPORT_KEYS  # every key of a calibration report (caopd.metrics): metrics, stated subset, intervals
 RUN_COLUMNS = ('model', 'domain', 'method', 'protocol', 'train_domains', 'eval_domain', 'K', 'scale', 'max_steps',
                'format_warmup', 'warmup_domains')  # the warm-up: its loss mask (False: none) and the domains it showed
-
-class RunFolder:
-    "The run-folder contract: where each part of a training run lives; written by `caopd.train`, read by all the rest."
-    def __init__(self, path): self.path = Path(path)
-    def __repr__(self): return f'RunFolder({str(self.path)!r})'
-    settings = property(lambda self: self.path/'settings.json')
-    warmup = property(lambda self: self.path/'warmup')
-    trainer = property(lambda self: self.path/'trainer')
-    log = property(lambda self: self.path/'train_log.jsonl')
-    rollouts = property(lambda self: self.path/'rollouts.jsonl')
-    mu_hat = property(lambda self: self.path/'mu_hat.jsonl')  # runs made before rollouts.jsonl: step and mu_hat only
-    training = property(lambda self: self.path/'train.json')
-    checkpoint = property(lambda self: self.path/'checkpoint')
-    metrics = property(lambda self: self.path/'metrics.json')
-    figures = property(lambda self: self.path/'figures')
-    def eval(self, which:str) -> Path: return self.path/'eval'/which  # 'before' or 'after'
-
-    @property
-    def finished(self) -> bool: return self.settings.is_file() and self.metrics.is_file()
-    def _write(self, path:Path, obj): write_json(path, obj)  # whole or not at all (caopd.io)
-    def read_settings(self, missing_ok:bool=False) -> dict:
-        if missing_ok and not self.settings.is_file(): return {}
-        return read_json(self.settings, 'not a run folder of caopd.train / nbs/train.ipynb (or the run did not start)')
-    def write_settings(self, settings:dict): self._write(self.settings, settings)
-    def read_metrics(self) -> dict:
-        return read_json(self.metrics, 'the run did not finish: re-run it (see settings.json for its parameters)')
-    def write_metrics(self, metrics:dict): self._write(self.metrics, metrics)
-    def read_training(self) -> dict: return read_json(self.training, 'the training stage did not finish')
-    def write_training(self, record:dict): self._write(self.training, record)
-    def read_log(self) -> list[dict]: return read_jsonl(self.log) if self.log.is_file() else []
-    def write_log(self, log:list[dict]): write_jsonl(self.log, log)
-    def read_targets(self) -> list[dict]:
-        "The run's rollout records (each with `step` and `mu_hat`), from rollouts.jsonl or an older run's mu_hat.jsonl."
-        path = next((p for p in (self.rollouts, self.mu_hat) if p.is_file()), None)
-        return read_jsonl(path) if path is not None else []
-    def write_targets(self, targets:list[dict]): write_jsonl(self.rollouts, targets)
-
-    def load(self) -> dict:
-        "The finished run as a dict: path, settings, before/after (calibration reports), elicited (or None), log."
-        if not self.path.is_dir(): raise FileNotFoundError(f"run folder {self.path} does not exist")
-        settings, metrics = self.read_settings(), self.read_metrics()
-        return dict(path=self.path, settings=settings, before=metrics.get('before'), after=metrics.get('after'),
-                    elicited=metrics.get('elicited'), log=self.read_log())
-
-def is_run(path) -> bool:
-    "Whether `path` is a finished training run folder (it holds settings.json and metrics.json)."
-    return RunFolder(path).finished
-
-def load_run(path) -> dict:
-    "A run folder as a dict: path, settings, before/after (calibration reports), elicited (or None), log (training log)."
-    return RunFolder(path).load()
-
-# %% ../nbs/11_runs.ipynb #id02
-import re, time
-from fastcore.basics import patch
-from .evaluate import RunMismatchError
-
-RUN_IDENTITY = (  # the settings (`caopd.train.resolve_settings`, then `select_prompts`) that define a run
-    'model', 'init_from', 'method', 'domain', 'eval_domain', 'seed',  # what starts, from where, trained on what
-    'K', 'learning_rate', 'max_steps', 'num_train_epochs', 'prompts_per_step', 'max_completion_length', 'warmup_steps',
-    'rollout_sampling', 'lora_r', 'trainer_overrides', 'dtype',  # the method's config and its compute dtype
-    'n_train', 'train_prompts_sha256',  # the training prompts: how many, and which (data folder, data version, draw)
-    'format_warmup', 'format_warmup_steps', 'warmup_domains', 'warmup_prompts_sha256',  # the format warm-up
-    'eval_limit', 'eval_samples', 'eval_max_new_tokens', 'eval_temperature', 'eval_top_p', 'elicit',
-    'test_prompts_sha256',  # the evaluation protocol and its prompts
-    'caopd_version', 'caopd_commit')  # the code: its version and, from a git checkout, its commit
-OVERRIDES_NOT_IDENTITY = ('logging_steps', 'save_total_limit', 'disable_tqdm', 'dataloader_num_workers', 'logging_dir',
-                          'log_completions', 'num_completions_to_print', 'hub_strategy', 'hub_private_repo', 'hub_token')
-REPLACED = '.replaced-'  # a folder set aside by `overwrite` is renamed <out>.replaced-<time>
-_RUN_PARTS = ('settings', 'warmup', 'trainer', 'training', 'checkpoint', 'metrics')  # what shows a folder holds a run
-
-def run_identity(settings:dict, # `caopd.train.resolve_settings(...)`, after `select_prompts` (the prompts' digests)
-                ) -> dict:
-    "What defines the run of `settings`: its `RUN_IDENTITY` keys, TRL overrides that change training, caopd's version and commit."
-    env = settings.get('environment') or {}
-    s = dict(settings, caopd_version=env.get('caopd'), caopd_commit=env.get('git_commit'))
-    if isinstance(s.get('trainer_overrides'), dict):
-        s['trainer_overrides'] = {k: v for k, v in s['trainer_overrides'].items() if k not in OVERRIDES_NOT_IDENTITY}
-    return json.loads(json.dumps({k: s[k] for k in RUN_IDENTITY if k in s}))  # as it reads back from run.json
-
-def identity_diff(old:dict, new:dict) -> dict:
-    "{field: (old, new)} where two identities differ; a field only one of them records (an older run) is not compared."
-    return {k: (old[k], v) for k, v in new.items() if k in old and old[k] != v}
-
-def run_folder(model:str, # the model's name (`settings['model']`): an alias, HF id or folder; its last part is used
-               train_domains:list, # the domains trained on, in order (one, or more for continual training)
-               eval_domain:str, # the test domain
-               method:str, seed:int,
-               lora_r:int|None=None, # LoRA rank, or None (full fine-tuning)
-               root:str='runs/train', # where default run folders live
-              ) -> str:
-    "The run folder of a run given no `out`: <root>/<model>-<domains>[-to-<eval domain>]-<method>[-lora<r>]-seed<seed>."
-    parts = [Path(str(model)).name, *train_domains, *([f'to-{eval_domain}'] if eval_domain != train_domains[-1] else []),
-             method, *([f'lora{lora_r}'] if lora_r else []), f'seed{seed}']
-    return str(Path(root)/re.sub(r'[^a-z0-9._]+', '-', '-'.join(map(str, parts)).lower()).strip('-'))
-
-@patch(as_prop=True)
-def identity(self:RunFolder) -> Path: return self.path/'run.json'  # what defines the run it holds (`run_identity`)
-
-@patch
-def read_identity(self:RunFolder) -> dict|None:
-    "What defines the run the folder holds: run.json; for a run made before run.json, what its settings.json says; else None."
-    if self.identity.is_file(): return read_json(self.identity, 'written when the run started')
-    if self.settings.is_file(): return run_identity(self.read_settings())
-    return None
-
-def diff_text(diff:dict, # `identity_diff(old, new)`
-             ) -> str:
-    "The differences on one line, `field: old -> new; ...`, digests shortened."
-    show = lambda v: f"{v[:12]}..." if isinstance(v, str) and len(v) == 64 else repr(v)
-    return '; '.join(f'{k}: {show(a)} -> {show(b)}' for k, (a, b) in diff.items())
-
-@patch
-def claim(self:RunFolder,
-          identity:dict, # `run_identity(settings)` of the run about to start
-          overwrite:bool=False, # a folder holding another run: move it aside (`set_aside`) instead of refusing
-          main:bool=True, # whether this process writes (the main one); the others only check
-         ) -> Path|None:
-    "Claim the folder for the run `identity` before any work: the same run resumes, another is refused (or set aside); where the old one went."
-    old = self.read_identity()
-    if old is not None: diff = identity_diff(old, identity)
-    elif any(getattr(self, p).exists() for p in _RUN_PARTS): diff = {'run.json': ('missing (a run of unknown settings)', 'this run')}
-    else: diff = {}
-    if diff and not overwrite:
-        raise RunMismatchError(f"{self.path} holds another run ({diff_text(diff)}); training there would mix the two runs. Choose "
-                               f"another out (a default one is named after the model, domains, method and seed only), or pass overwrite=True "
-                               f"(--overwrite true) to move the old run aside to {self.path.name}{REPLACED}<time> (kept whole)")
-    moved = self.set_aside() if diff and main else None
-    if main and not self.identity.is_file(): self._write(self.identity, identity)
-    return moved
-
-@patch
-def set_aside(self:RunFolder) -> Path:
-    "Rename the folder <path>.replaced-<time> (nothing is deleted) and leave an empty folder in its place; the new name."
-    stamp, n = time.strftime('%Y%m%d-%H%M%S'), 0
-    dest = self.path.with_name(f'{self.path.name}{REPLACED}{stamp}')
-    while dest.exists(): n += 1; dest = self.path.with_name(f'{self.path.name}{REPLACED}{stamp}-{n}')
-    self.path.rename(dest); self.path.mkdir(parents=True)
-    return dest
-
-@patch
-def discard_training(self:RunFolder,
-                     from_scratch:bool, # also the checkpoints, log and rollouts (a training that starts over)
-                    ):
-    "Remove what an earlier training of this same run left that a new training replaces: trained model, train.json, after."
-    import shutil
-    parts = [self.training, self.checkpoint, self.path/'adapter', self.eval('after'), self.metrics, self.figures,
-             self.path/'metrics.md', self.path/'metrics.csv']
-    if from_scratch: parts += [self.trainer, self.log, self.rollouts, self.mu_hat]
-    for p in parts:
-        if p.is_dir(): shutil.rmtree(p)
-        else: p.unlink(missing_ok=True)
 
 # %% ../nbs/11_runs.ipynb #c007
 def runs_table(root='runs', # folder searched recursively for run folders
@@ -269,7 +123,6 @@ def run_grid(grid, # a grid YAML file (see `read_grid`)
         if not g['runs']: raise Refusal(f"{grid}: no run name matches only={only!r}")
     nb = shipped_file(g['notebook'], 'nbs', 'notebook')  # nbs/train.ipynb: the checkout's, or an installed wheel's copy
     known = set(pm.inspect_notebook(str(nb)))
-    from caopd.train import RunArguments
     fields = {f.name for f in dataclasses.fields(RunArguments)}
     for name, params in g['runs']:  # every run is checked before the first starts: a refusal, not a failed notebook
         bad = sorted(set(params) - known)
@@ -289,7 +142,6 @@ def run_grid(grid, # a grid YAML file (see `read_grid`)
             print(f"[skip] {name}: {out} is finished (force=True re-runs it)"); continue
         print(f"[run] {cmd}", flush=True)
         if dry_run and known >= fields:  # the train notebook: its memory plan on the node it would run on, and the fix
-            from caopd.train import plan_row, plan_text
             run_params = {k: v for k, v in params.items() if k in fields}  # not the notebook's own (png)
             print(f"      {plan_text(plan_row(name, dict(run_params, out=str(out))))}", flush=True)
         if dry_run: continue
@@ -298,6 +150,23 @@ def run_grid(grid, # a grid YAML file (see `read_grid`)
         pm.execute_notebook(str(nb), str(out/nb.name), parameters=dict(params, out=str(out)), kernel_name=kernel_name,
                             log_output=log_output, progress_bar=False, cwd=str(Path.cwd()))
     return folders
+
+# %% ../nbs/11_runs.ipynb #1cdc9994
+def grid_plans(grid='nbs/grids/paper.yaml', # a grid YAML file (`caopd.runs.read_grid`)
+               fixes:bool=True, # also find the changes that make a run fit
+               gpu:str='auto', # GPU type of the plan (see `RunArguments.gpu`)
+               num_processes:int|None=None, # GPUs of the node planned (a run's own num_processes wins); None: as each run would
+              ) -> list[dict]:
+    "One row per run of `grid` (`plan_row`)."
+    return [plan_row(name, params, gpu, fixes, num_processes) for name, params in read_grid(grid)['runs']]
+
+# %% ../nbs/11_runs.ipynb #b9fc455e
+def nodes_report(grid='nbs/grids/paper.yaml', # the paper's grid
+                 recipes='data/recipes', # the shipped recipes
+                ) -> str:
+    "The README's tables of which node each recipe and each run of the paper's grid fits (tests/test_preflight.py checks them)."
+    return (f"Recipes (`{recipes}/`):\n\n{nodes_markdown(recipe_runs(recipes), collapse=False)}\n\n"
+            f"The paper's grid (`{grid}`), runs that plan alike in one row:\n\n{nodes_markdown(read_grid(grid)['runs'])}\n")
 
 # %% ../nbs/11_runs.ipynb #c020
 @command('caopd-runs', dict(grid=(named(read_grid), 'see caopd.runs.read_grid')))  # a bad grid: one line, exit 2

@@ -16,10 +16,11 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .config import MU_HAT_FIELDS
-from .evaluate import read_jsonl, records_report
+from .io import read_jsonl
+from .evaluate import records_report
 from .metrics import interval_text
-from .figures import METHOD_NAMES, method_color
-from .runs import REPLACED, RunFolder, is_run
+from .tables import METHOD_NAMES, method_color
+from .runfolder import REPLACED, RunFolder, is_run
 
 # %% ../nbs/11b_seeds.ipynb #s005
 BUDGET = ('max_steps', 'prompts_per_step', 'K', 'learning_rate')  # a run's training budget: steps x prompts x K at a rate
@@ -51,7 +52,7 @@ def _run_folders(runs_dir, domain:str, scale:str|None) -> list[tuple[Path, dict]
             if (s.get('eval_domain') or s.get('domain')) == domain and (scale is None or s.get('scale') == scale)]
 
 
-def seed_runs(runs_dir:str|Path, # folder searched recursively for finished run folders (`caopd.runs.is_run`)
+def seed_runs(runs_dir:str|Path, # folder searched recursively for finished run folders (`caopd.runfolder.is_run`)
               domain:str='arithmetic', # the test domain of the runs kept
               scale:str|None=None, # the runs' `scale` kept ('cpu', 'gpu'); None: every run must have the same
              ) -> dict[str, list[Path]]:

@@ -222,10 +222,10 @@ def tiny_model_dir(ctx:SmokeContext) -> str:
 
 def smoke_run(ctx:SmokeContext, # the shared context
               name:str, # the run folder's name under `ctx.out` (deleted first: every row starts afresh)
-              **changes, # other `caopd.train.RunArguments` fields (num_processes, lora_r, max_steps, ...)
+              **changes, # other `caopd.arguments.RunArguments` fields (num_processes, lora_r, max_steps, ...)
              ):
     "`RunArguments` of a small CaOPD-SDFT run: Qwen3-0.6B, paper preset and vLLM (unless `ctx.use_vllm` is False) on a GPU; the tiny model on CPU."
-    from caopd.train import RunArguments
+    from caopd.arguments import RunArguments
     out = ctx.out/name
     if out.exists(): shutil.rmtree(out)
     if ctx.gpus:
@@ -238,12 +238,12 @@ def smoke_run(ctx:SmokeContext, # the shared context
                            'out': str(out), **changes})
 
 def plan_gib(ctx:SmokeContext, # the shared context
-             settings:dict, # `caopd.train.resolve_settings` of the run
+             settings:dict, # `caopd.arguments.resolve_settings` of the run
              gpu:str='auto', # the GPU of the plan ('auto': the visible one)
             ) -> float | None:
-    "The preflight plan's GiB per GPU for the run (`caopd.train.run_memory_plan`); None on CPU or for an unknown GPU."
+    "The preflight plan's GiB per GPU for the run (`caopd.plan.run_memory_plan`); None on CPU or for an unknown GPU."
     if not ctx.gpus and gpu == 'auto': return None
-    from caopd.train import run_memory_plan
+    from caopd.plan import run_memory_plan
     try: return round(run_memory_plan(settings, gpu).total, 1)
     except ValueError as e:  # a GPU without a memory figure: the training row itself will say so
         ctx.log(f'no memory plan: {e}'); return None
@@ -285,7 +285,7 @@ def check_vllm_eval(ctx:SmokeContext) -> dict:
 # %% ../nbs/14_smoke.ipynb #c027
 def _finished_run(ctx:SmokeContext, run, steps:int, log:str):
     "Check the run folder of a finished `caopd.train` run of `steps` steps; its RunFolder."
-    from caopd.runs import RunFolder
+    from caopd.runfolder import RunFolder
     f = RunFolder(run.out)
     expect(f.training.is_file(), f'{f.training} is missing: the run did not finish; see logs/{log}.log')
     logged = [h for h in f.read_log() if 'loss' in h]
@@ -297,7 +297,8 @@ def _finished_run(ctx:SmokeContext, run, steps:int, log:str):
 
 def check_train(ctx:SmokeContext, name:str='train') -> dict:
     "Rows `train`, `train_cpu`: two CaOPD-SDFT steps through `caopd.train` (vLLM colocated on a GPU), launched as a user would."
-    from caopd.train import launch_command, resolve_settings
+    from caopd.train import launch_command
+    from caopd.arguments import resolve_settings
     run = smoke_run(ctx, name)
     settings = resolve_settings(run)
     rc, _ = ctx.child(name, launch_command(run, settings))
@@ -322,7 +323,8 @@ t.main(sys.argv[2:])
 
 def check_resume(ctx:SmokeContext, name:str='resume') -> dict:
     "Rows `resume`, `resume_cpu`: a run killed after checkpoint-2 keeps it (with the EMA teacher) and resumes from it."
-    from caopd.train import launch_command, resolve_settings
+    from caopd.train import launch_command
+    from caopd.arguments import resolve_settings
     from caopd.trainer import EMA_TEACHER_FILE
     run = smoke_run(ctx, name, max_steps=3)
     settings = resolve_settings(run)
@@ -358,9 +360,9 @@ def check_save_reload(ctx:SmokeContext, name:str='save_reload', train:str='train
     "Rows `save_reload`, `save_reload_cpu`: the train row's saved model equals its last checkpoint, loads and generates."
     import torch
     from caopd.data import load_domain
-    from caopd.evaluate import generate
+    from caopd.generation import generate
     from caopd.models import chat_template_kwargs, load_model
-    from caopd.runs import RunFolder
+    from caopd.runfolder import RunFolder
     ctx.needs(train)
     f = RunFolder(ctx.out/train)
     settings, steps = f.read_settings(), f.read_training()['steps']
@@ -381,7 +383,8 @@ def check_save_reload(ctx:SmokeContext, name:str='save_reload', train:str='train
 
 # %% ../nbs/14_smoke.ipynb #c033
 def _fsdp2_run(ctx:SmokeContext, name:str, **changes):
-    from caopd.train import launch_command, resolve_settings
+    from caopd.train import launch_command
+    from caopd.arguments import resolve_settings
     run = smoke_run(ctx, name, num_processes=ctx.gpus, prompts_per_step=ctx.gpus, **changes)
     settings = resolve_settings(run)
     cmd = launch_command(run, settings)
@@ -438,11 +441,12 @@ def smoke_markdown(rows:list[dict], # `smoke(...)`'s rows
                    notes:list[str]=(), # lines under the heading
                   ) -> str:
     "The rows as a markdown table: check, where, status, seconds, peak GPU GiB against the plan's, detail."
-    head = ['| check | where | status | seconds | peak GPU GiB | plan GiB/GPU | detail |', '|---|---|---|---|---|---|---|']
-    body = [f"| {r['check']} | {r['where']} | {r['status'].upper() if r['status'] == 'fail' else r['status']} | "
-            f"{_cell(r['seconds'])} | {_cell(r['peak_gib'])} | {_cell(r['plan_gib'])} | {r['detail'].replace('|', '/')} |"
-            for r in rows]
-    return '\n'.join([f'# {title}', '', *notes, '', *head, *body]) + '\n'
+    from caopd.io import markdown_table
+    body = [[r['check'], r['where'], r['status'].upper() if r['status'] == 'fail' else r['status'],
+             _cell(r['seconds']), _cell(r['peak_gib']), _cell(r['plan_gib']), r['detail']] for r in rows]
+    table = markdown_table(body, header=['check', 'where', 'status', 'seconds', 'peak GPU GiB', 'plan GiB/GPU', 'detail'],
+                           right=['seconds', 'peak GPU GiB', 'plan GiB/GPU'])
+    return '\n'.join([f'# {title}', '', *notes, '', table])
 
 # %% ../nbs/14_smoke.ipynb #c037
 def _not_run(reason:str):

@@ -4,280 +4,28 @@
 
 # %% ../nbs/13_train.ipynb #c002
 from __future__ import annotations
-import contextlib, dataclasses, functools, importlib.util, json, math, os, shlex, sys, time
-from dataclasses import dataclass, field
+import contextlib, dataclasses, functools, importlib.util, json, logging, os, shlex, sys, time
 from pathlib import Path
 
-from .cli import (Refusal, boolean, check_fields, dataclass_parser, integer, json_object, named, nonempty, one_of,
-                       real, refusals, unknown_refusal)
-from .data import check_domain
-from .evaluate import BACKENDS
-from .methods import check_method
-from .preflight import GPUS
-from .runs import RunFolder, is_run
+from .cli import Refusal, refusals
+from .arguments import RunArguments, cli_args, parse_args, recipe_path, resolve_settings
+from .plan import check_plan, run_memory_plan, server_plan
+from .runfolder import RunFolder
+
+_log = logging.getLogger(__name__)  # what the library says (caopd/__init__.py: shown on stdout; silence it there)
+
+# Moved to their own modules (CHANGELOG, Unreleased): importable from here too for one release
+from .arguments import (PRESETS, ROLLOUT_SAMPLING, PAPER_NODE_GPUS, OFF, DTYPES, RUN_RULES, RECIPE_ENV, check_run,
+                             node_gpus)
+from .plan import (NODES, OPTIMIZER_PLANS, plan_node, plan_overrides, plan_row, plan_text, plans_markdown, recipe_runs,
+                        nodes_markdown)
+from .runfolder import is_run
 
 # %% auto #0
-__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'DTYPES', 'RUN_RULES', 'WARMUP_IDENTITY', 'OPTIMIZER_PLANS',
-           'NODES', 'RECIPE_ENV', 'RunArguments', 'check_run', 'node_gpus', 'resolve_settings', 'select_prompts',
-           'warmup_stage', 'trainer_config', 'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'plan_node',
-           'plan_overrides', 'run_memory_plan', 'check_plan', 'save_every_rank', 'merge_adapter', 'save_trained',
-           'TrainingDone', 'StopWhenTrained', 'end_process_group', 'train', 'cli_args', 'recipe_path', 'launch_command',
-           'server_command', 'server_plan', 'vllm_server', 'run_logged', 'dry_run', 'plan_row', 'plan_text',
-           'grid_plans', 'recipe_runs', 'nodes_markdown', 'nodes_report', 'plans_markdown', 'parse_args', 'main']
-
-# %% ../nbs/13_train.ipynb #c006
-PRESETS = {
-    # micro-batch 1 (not in the paper, ours): at 8192 response tokens the float32 logits of 8 completions over Qwen3's
-    # 152k vocabulary alone take about 150 GiB per GPU (caopd.preflight.memory_plan); gradient accumulation keeps the
-    # paper's question batch of 32 x K = 8 completions per optimizer step
-    'paper': dict(domain='chemistry', K=8, learning_rate=1e-5, max_steps=-1, num_train_epochs=1,  # epochs: not in the paper (ours)
-                  prompts_per_step=32, per_device_train_batch_size=1, max_completion_length=8192, n_train=0,
-                  eval_limit=0, eval_samples=8, eval_max_new_tokens=8192, eval_batch_size=64, use_vllm=True,
-                  warmup_steps=10, elicit=False, format_warmup=False, format_warmup_steps=0,
-                  eval_temperature=0.6, eval_top_p=0.95, rollout_sampling='paper',  # training rollouts at 1.0 (Table 6)
-                  gradient_checkpointing=True,  # TRL's default, which the memory plan assumes
-                  save_steps=50),  # checkpoint interval: ours
-    'cpu': dict(domain='arithmetic', K=4, learning_rate=1e-4, max_steps=6, num_train_epochs=1, prompts_per_step=4,
-                per_device_train_batch_size=4, max_completion_length=64, n_train=64, eval_limit=0, eval_samples=1,
-                eval_max_new_tokens=64, eval_batch_size=64, use_vllm=False, warmup_steps=0, elicit=False,
-                format_warmup='value', format_warmup_steps=8, eval_temperature=0.6, eval_top_p=0.95,
-                rollout_sampling='eval', save_steps=4,  # a checkpoint of the 135M model and its teacher: 2 GB
-                gradient_checkpointing=False),  # 16 short sequences of a 135M model need no memory saving; recomputing
-                                                # the activations would cost about a third of every step
-}
-ROLLOUT_SAMPLING = ('eval', 'paper')  # training rollouts sampled as the evaluation samples, or as Table 6 trains
-PAPER_NODE_GPUS = 4  # the paper's node (appendix "Compute Infrastructure"): four H200 GPUs; caopd.preflight.PAPER_NODE
-
-# %% ../nbs/13_train.ipynb #c008
-def _h(text, **kw): return field(metadata={'help': text}, **kw)
-
-@dataclass
-class RunArguments:
-    "The parameters of one training run (`nbs/train.ipynb`'s parameters); `None` takes the preset's value."
-    model: str = _h("paper alias (Qwen3-8B, Olmo-3-7B-Instruct, ...), Hugging Face id or local folder",
-                    default='smollm2-135m-instruct')
-    domain: str | None = _h("training domain: 'chemistry', 'tooluse' or 'arithmetic' (ours); None: the preset's "
-                            "('arithmetic' for cpu, 'chemistry' for paper)", default=None)
-    method: str = _h("sdft, sdpo, caopd-sdft, caopd-sdpo, grpo, rlcr or caopd-sdft-tasc (Table 4)", default='caopd-sdft')
-    eval_domain: str | None = _h("test domain; None: the training domain (ID); the other one: OOD", default=None)
-    init_from: str | None = _h("a finished run folder to continue training from (continual training, CT)", default=None)
-    preset: str = _h("'cpu', 'paper' (Table 6, GPU) or 'auto' (by the model: paper for the paper's models and any "
-                     "as large, cpu for the embedded model and other small ones, on any machine)", default='auto')
-    format_warmup: str | None = _h("format warm-up first (caopd.warmup): 'value', 'format' or 'graded' (the loss mask), "
-                                   "'off'; None: the preset's", default=None)
-    format_warmup_steps: int | None = _h("optimizer steps of the warm-up", default=None)
-    format_warmup_domains: str | None = _h("domains whose training demonstrations the warm-up shows, comma-separated; "
-                                           "None: the training and the test domain", default=None)
-    K: int | None = _h("rollouts per prompt for mu_hat (Table 6: 8)", default=None)
-    learning_rate: float | None = _h("AdamW learning rate (Table 6: 1e-6, 1e-5 or 2e-5)", default=None)
-    max_steps: int | None = _h("optimizer steps (-1: train `num_train_epochs` epochs)", default=None)
-    num_train_epochs: float | None = _h("epochs when max_steps is -1", default=None)
-    prompts_per_step: int | None = _h("questions per optimizer step (Table 6: question batch size 32)", default=None)
-    per_device_train_batch_size: int | None = _h("completions per device micro-batch", default=None)
-    max_completion_length: int | None = _h("rollout length in tokens (Table 6: 8192)", default=None)
-    n_train: int | None = _h("training prompts used (0: the whole train split)", default=None)
-    eval_limit: int | None = _h("test prompts evaluated (0: the whole test split)", default=None)
-    eval_samples: int | None = _h("samples per test prompt (Table 6 validation: 8)", default=None)
-    eval_max_new_tokens: int | None = _h("evaluation generation budget", default=None)
-    eval_batch_size: int | None = _h("sequences per evaluation generation batch (transformers backend)", default=None)
-    gradient_checkpointing: bool | None = _h("recompute activations in the backward pass (less memory, more time)",
-                                             default=None)
-    eval_temperature: float | None = _h("evaluation sampling temperature (Table 6 validation: 0.6)", default=None)
-    eval_top_p: float | None = _h("evaluation nucleus mass (Table 6 validation: 0.95)", default=None)
-    rollout_sampling: str | None = _h("how training rollouts are sampled: 'eval' (the evaluation's temperature and "
-                                      "top-p, so mu_hat is the deployed policy's success rate) or 'paper' (Table 6's "
-                                      "training temperature 1.0)", default=None)
-    backend: str = _h("evaluation backend: 'auto', 'transformers' or 'vllm'", default='auto')
-    elicit: bool | None = _h("also ask for a confidence after each test completion (transformers only)", default=None)
-    use_vllm: bool | None = _h("vLLM for training rollouts", default=None)
-    vllm_mode: str = _h("'colocate' (vLLM shares the training GPUs) or 'server' (`trl vllm-serve` on GPUs of its own)",
-                        default='colocate')
-    vllm_server_gpus: int = _h("server mode: the GPUs `trl vllm-serve` takes (the node's last ones; its tensor "
-                               "parallelism); training runs on the others", default=1)
-    num_processes: int | None = _h("training processes; None: one per visible GPU (the paper's 4 for preset "
-                                   "'paper' without a GPU), 1 on CPU; >1 launches accelerate (GPU) or torchrun (CPU)",
-                                   default=None)
-    lora_r: int | None = _h("LoRA rank (PEFT adapters on all linear layers); None: full fine-tuning", default=None)
-    gpu: str = _h("GPU type for the memory plan: 'auto' (the visible one; H200 for preset 'paper' without a GPU), "
-                  "a name of caopd.preflight.GPUS, or 'cpu'", default='auto')
-    dtype: str = _h("compute dtype of training (bf16 mixed precision or float32) and evaluation (the weights): 'auto' "
-                    "(bfloat16 on a GPU, float32 on CPU), 'bfloat16' (a GPU's numbers on a CPU) or 'float32'", default='auto')
-    save_steps: int | None = _h("checkpoint every this many steps (resume starts from the last one)", default=None)
-    resume: bool = _h("resume from the last checkpoint in the run folder's trainer/ when there is one; a finished "
-                      "training is not trained again. False: train the run again from its start (its checkpoints, "
-                      "trained model and after-training evaluation are removed; the warm-up is kept)", default=True)
-    report_to: str = _h("trackers, as in transformers: 'none', 'wandb', 'tensorboard', 'trackio', 'all'",
-                        default='none')
-    run_name: str | None = _h("the run's name for trackers (default: the run folder's name)", default=None)
-    push_to_hub: bool = _h("push the checkpoints and the trained model to the Hugging Face Hub", default=False)
-    hub_model_id: str | None = _h("the Hub repository to push to", default=None)
-    trainer_overrides: dict | str | None = _h("other fields of the method's TRL config, as a dict or its JSON",
-                                               default=None)
-    save_model: bool = _h("keep the trained weights in out/checkpoint after the notebook's evaluation (CT's init_from "
-                          "needs them); caopd.train always saves them", default=True)
-    seed: int = _h("seed of training and evaluation sampling", default=0)
-    data_dir: str | None = _h("data folder (None: $CAOPD_DATA_DIR or ../shared/data)", default=None)
-    out: str | None = _h("the run folder; None: runs/train/<model>-<domain>-<method>-seed<seed>, named after what "
-                         "defines the run (caopd.runs.run_folder)", default=None)
-    overwrite: bool = _h("the run folder holds another run: move it aside to <out>.replaced-<time> (kept whole) and "
-                         "start this run there; without it such a run is refused, naming what differs", default=False)
-    dry_run: bool = _h("build every config, print the launch command and the memory plan, and stop", default=False)
-
-    def __post_init__(self): check_run(self)  # RUN_RULES, below: a bad value is refused before any work
-
-# %% ../nbs/13_train.ipynb #c009b
-OFF = (False, 'off', 'none', 'false', 'False', 'no', '0', 0)  # format_warmup values that mean no warm-up
-DTYPES = ('bfloat16', 'float32')  # compute dtypes: a GPU's (bf16 mixed precision) and a CPU's
-
-def _warmup_mask(v):
-    "A warm-up loss mask of `caopd.warmup.WARMUP_MASKS`, or a word of `OFF`."
-    if v in OFF: return
-    from caopd.warmup import WARMUP_MASKS  # imports TRL: checked last, and only for a value that is not off
-    if v not in WARMUP_MASKS: raise ValueError(f"format_warmup must be one of {WARMUP_MASKS} (the loss mask) or 'off'")
-
-def _domains(v):
-    "Domains, comma-separated (or a list)."
-    for d in (v.split(',') if isinstance(v, str) else v): check_domain(d.strip())
-
-RUN_RULES = {  # field: (rule, why); None (the preset's value) always passes
-    'model': (nonempty, 'a paper alias, Hugging Face id or local folder'),
-    'domain': (named(check_domain), ''), 'eval_domain': (named(check_domain), ''), 'method': (named(check_method), ''),
-    'preset': (one_of('auto', *PRESETS), "'auto': the paper's for a model as large as the paper's, else the cpu one"),
-    'dtype': (one_of('auto', *DTYPES), "'auto': bfloat16 on a GPU, float32 on CPU"),
-    'format_warmup_steps': (integer(1), "format_warmup='off' skips the warm-up"),
-    'format_warmup_domains': (named(_domains), 'comma-separated'),
-    'K': (integer(1), 'rollouts per prompt behind mu_hat, Table 6: 8; CaOPD needs 2 or more, caopd.config says why'),
-    'learning_rate': (real(0, 1, lo_open=True, hi_open=True), "Table 6: 1e-6 to 2e-5, the cpu preset 1e-4; AdamW moves "
-                      "every weight by about the learning rate each step, so 1 or more wrecks the model"),
-    'max_steps': (integer(1, -1), '-1: train num_train_epochs epochs; 0 steps would train nothing'),
-    'num_train_epochs': (real(0, lo_open=True), 'used when max_steps is -1'),
-    'prompts_per_step': (integer(1), 'Table 6: 32 questions'),
-    'per_device_train_batch_size': (integer(1), 'completions per micro-batch'),
-    'max_completion_length': (integer(1), 'rollout tokens, Table 6: 8192'),
-    'n_train': (integer(0), '0: the whole train split'), 'eval_limit': (integer(0), '0: the whole test split'),
-    'eval_samples': (integer(1), 'Table 6 validation: 8'), 'eval_max_new_tokens': (integer(1), 'tokens per test answer'),
-    'eval_batch_size': (integer(1), 'sequences per generation batch'),
-    'eval_temperature': (real(0), '0 is greedy; Table 6 validation: 0.6'),
-    'eval_top_p': (real(0, 1, lo_open=True), 'the nucleus mass; 1 keeps every token'),
-    'rollout_sampling': (one_of(*ROLLOUT_SAMPLING), ''),
-    'backend': (one_of(*(b for b in BACKENDS if b != 'openai')), 'the trained checkpoint is evaluated on this machine'),
-    'vllm_mode': (one_of('colocate', 'server'), "TRL's two vLLM modes"),
-    'num_processes': (integer(1), 'None: one per visible GPU'), 'lora_r': (integer(1), 'None: full fine-tuning'),
-    'vllm_server_gpus': (integer(1), 'GPUs of the vLLM server in server mode'),
-    'gpu': (one_of('auto', 'cpu', *GPUS), 'the GPUs caopd.preflight has memory figures for'),
-    'save_steps': (integer(1), 'optimizer steps between checkpoints'),
-    'seed': (integer(0), 'numpy and torch take seeds >= 0'), 'out': (nonempty, 'the run folder'),
-    **{f: (boolean, '') for f in ('gradient_checkpointing', 'elicit', 'use_vllm', 'resume', 'push_to_hub', 'save_model',
-                                  'dry_run')},
-    'format_warmup': (named(_warmup_mask), ''),  # last: a mask's name is checked against caopd.warmup, which imports TRL
-}
-
-def check_run(run:RunArguments):
-    "Refuse `run` when a field breaks `RUN_RULES` (`caopd.cli.Refusal`); a `trainer_overrides` JSON text becomes its dict."
-    run.trainer_overrides = json_object(run.trainer_overrides, 'trainer_overrides')
-    check_fields(run, RUN_RULES)
-
-# %% ../nbs/13_train.ipynb #c011
-def node_gpus(preset:str) -> int:
-    "The GPUs of the node a run trains on: the visible ones, or without any the node its preset is for (a plan)."
-    import torch
-    return torch.cuda.device_count() if torch.cuda.is_available() else PAPER_NODE_GPUS if preset == 'paper' else 0
-
-def _world(run:RunArguments, preset:str, server_gpus:int=0) -> int:
-    "Training processes: the launcher's WORLD_SIZE, else `num_processes`, else one per GPU not the vLLM server's (or 1)."
-    env = os.environ.get('WORLD_SIZE')
-    want = run.num_processes or max(1, node_gpus(preset) - server_gpus)
-    if env is not None and run.num_processes and int(env) != run.num_processes:
-        raise Refusal(f"num_processes={run.num_processes} but the launcher started WORLD_SIZE={env} processes: "
-                         f"launch with --num_processes {run.num_processes}, or drop num_processes")
-    return int(env) if env is not None else want
-
-def resolve_settings(run:RunArguments) -> dict:
-    "Everything `settings.json` records about `run`: the preset filled in, the protocol, the batch arithmetic."
-    import torch
-    from caopd.data import check_domain, check_no_credentials, environment_record
-    from caopd.evaluate import protocol
-    from caopd.preflight import version_table
-    from caopd.runs import run_folder
-    from caopd.guards import guard_attention
-    from caopd.preflight import NoGPUError, cpu_refusal, cpu_sized, gpu_refusal
-    gpu = torch.cuda.is_available()
-    preset = run.preset
-    if preset == 'auto':  # by the model, on any machine: the laptop settings for what they can train, else the paper's
-        preset = 'cpu' if cpu_sized(run.model) else 'paper'
-        if preset == 'paper' and not gpu and not run.dry_run: raise NoGPUError(cpu_refusal(run.model))
-    elif preset == 'paper' and not gpu and not run.dry_run:  # a dry run plans it on the paper's node
-        raise NoGPUError(gpu_refusal("preset='paper' (Table 6: vLLM rollouts, 8192-token responses)"))
-    if gpu and run.num_processes and run.num_processes > torch.cuda.device_count() and not run.dry_run:
-        raise Refusal(f"num_processes={run.num_processes} but this node has {torch.cuda.device_count()} GPU(s): one "
-                      f"process trains on each GPU; pass num_processes={torch.cuda.device_count()} or fewer")
-    given = {k: getattr(run, k) for k in PRESETS[preset] if hasattr(run, k)}
-    cfg = {**PRESETS[preset], **{k: v for k, v in given.items() if v is not None}}
-    if cfg['use_vllm'] and not run.dry_run and importlib.util.find_spec('vllm') is None:  # before any work, not mid-run
-        raise Refusal(f"use_vllm=True (the {preset} preset's rollouts) but vLLM is not installed here: rebuild the "
-                      f"environment with it (CAOPD_EXTRAS=vllm .ci/env true, or pip install 'caopd[vllm]'), or pass "
-                      f"-p use_vllm False (--use_vllm false) to generate the rollouts with transformers")
-    dtype = run.dtype if run.dtype != 'auto' else 'bfloat16' if gpu else 'float32'
-    if cfg['format_warmup'] in OFF: cfg['format_warmup'] = False
-    overrides = json_object(run.trainer_overrides, 'trainer_overrides') or {}  # RUN_RULES checked it; set later: here
-    check_no_credentials({**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)}, 'trainer_overrides': overrides},
-                         'caopd.train')  # before anything is written or printed
-
-    # continual training starts from an earlier run's checkpoint and extends its sequence of training domains
-    domain = check_domain(cfg.pop('domain'))  # the run's, else the preset's
-    start, train_domains, model_name = run.model, [domain], run.model
-    if run.init_from is not None:
-        if not is_run(run.init_from) and not run.dry_run:
-            raise FileNotFoundError(f"init_from={run.init_from!r} is not a finished run folder (settings.json and "
-                                    f"metrics.json): run it first")
-        start = str(RunFolder(run.init_from).checkpoint)
-        if is_run(run.init_from):
-            if not Path(start).is_dir():
-                raise FileNotFoundError(f"{start} is missing: the run {run.init_from} was made with save_model=False; re-run it")
-            prev = RunFolder(run.init_from).read_settings()
-            train_domains, model_name = list(prev['train_domains']) + [domain], prev['model']
-        else: train_domains = ['(init_from)', domain]  # a dry run before its first stage ran
-        cfg['format_warmup'] = False  # the earlier run's checkpoint already answers in the format
-    eval_domain = run.eval_domain or domain
-    # the warm-up stands in for the instruction tuning behind the paper's models, which answer in every domain's format
-    # from the start; so by default it shows the formats of the domains the run trains and is tested on (ours)
-    w = run.format_warmup_domains
-    if isinstance(w, str): w = [d.strip() for d in w.split(',') if d.strip()]
-    warmup_domains = [check_domain(d) for d in dict.fromkeys(w or [domain, eval_domain])] if cfg['format_warmup'] else []
-
-    out = run.out or run_folder(model_name, train_domains, eval_domain, run.method, run.seed, run.lora_r)
-    server = cfg['use_vllm'] and run.vllm_mode == 'server'  # `trl vllm-serve` on GPUs of its own: not the training's
-    s, node = (run.vllm_server_gpus if server else 0), node_gpus(preset)
-    if server and node - s < 1:
-        raise Refusal(f"vllm_mode='server' runs vLLM on GPUs of its own ({s}) and training on the others, but this node "
-                      f"has {node} GPU(s): use vllm_mode='colocate' (vLLM shares the training GPUs), or a node with more")
-    world = _world(run, preset, s)
-    if server and world + s > node and not run.dry_run:
-        raise Refusal(f"num_processes={world} training processes and vllm_server_gpus={s} need {world + s} GPUs; this "
-                      f"node has {node}: pass num_processes={node - s} or fewer")
-    completions = cfg['prompts_per_step'] * cfg['K']
-    if run.per_device_train_batch_size is None:  # the preset's micro-batch, shrunk to divide a step's completions
-        cfg['per_device_train_batch_size'] = math.gcd(cfg['per_device_train_batch_size'], max(1, completions // world))
-    b = cfg['per_device_train_batch_size']
-    if completions % (b * world) or (b % cfg['K'] and cfg['K'] % b):
-        raise Refusal(f"prompts_per_step x K = {completions} completions must split into micro-batches of "
-                         f"per_device_train_batch_size x processes = {b} x {world} that hold whole groups of K = "
-                         f"{cfg['K']} or divide one: change prompts_per_step, per_device_train_batch_size or num_processes")
-    return dict(model=model_name, start=start, data_dir=run.data_dir, domain=domain, method=run.method,
-                eval_domain=eval_domain, train_domains=train_domains, warmup_domains=warmup_domains,
-                protocol=protocol(train_domains, eval_domain) if run.init_from is None or is_run(run.init_from) else 'ct',
-                init_from=run.init_from, preset=preset,
-                scale='gpu' if gpu else 'cpu', dtype=dtype, seed=run.seed, backend=run.backend, **cfg,
-                gradient_accumulation_steps=completions // (b * world), world_size=world, vllm_mode=run.vllm_mode,
-                # server mode: which GPUs (by index on the node) train and which serve rollouts
-                server_gpus=list(range(node - s, node)) if server else None,
-                training_gpus=list(range(world)) if server else None,
-                lora_r=run.lora_r, resume=run.resume, report_to=run.report_to,
-                run_name=run.run_name or Path(out).name, push_to_hub=run.push_to_hub, hub_model_id=run.hub_model_id,
-                trainer_overrides=overrides, save_model=run.save_model, out=str(out),
-                environment=environment_record(),  # package versions and the git commit of this checkout
-                attention=guard_attention(),  # this process's SDPA backends, cuDNN's off where it returns NaN (caopd.guards)
-                versions=version_table())  # torch, CUDA, vLLM, TRL, transformers against their supported ranges
+__all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'trainer_config', 'lora_config', 'method_args', 'Callback',
+           'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained', 'TrainingDone', 'StopWhenTrained',
+           'end_process_group', 'train', 'launch_command', 'server_command', 'vllm_server', 'run_logged', 'dry_run',
+           'main']
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:dict, # `resolve_settings(...)`
@@ -312,7 +60,7 @@ def select_prompts(settings:dict, # `resolve_settings(...)`
     n_eval = min(settings['eval_limit'] or len(test), len(test))
     settings.update(n_train_prompts=len(train_rows), n_eval_prompts=n_eval,
                     n_warmup_prompts=len(warmup_rows) if warmup_rows is not None else 0,
-                    # which prompts, for the run's identity (caopd.runs.RUN_IDENTITY): another data folder, data
+                    # which prompts, for the run's identity (caopd.runfolder.RUN_IDENTITY): another data folder, data
                     # version or draw gives other digests
                     train_prompts_sha256=prompts_sha256(train_rows), test_prompts_sha256=prompts_sha256(test.select(range(n_eval))),
                     warmup_prompts_sha256=prompts_sha256(shown) if warmup_rows is not None else None)
@@ -332,8 +80,7 @@ def warmup_stage(settings:dict, # `resolve_settings(...)` and `select_prompts(..
                 ) -> str:
     "The model the method starts from: the warm-up's checkpoint (made once, reused only by the same warm-up), or `settings['start']`."
     if not settings['format_warmup']: return settings['start']
-    from caopd.evaluate import RunMismatchError
-    from caopd.runs import diff_text, identity_diff
+    from caopd.runfolder import RunMismatchError, diff_text, identity_diff
     from caopd.warmup import format_warmup
     record, ckpt = folder.warmup/'warmup.json', folder.warmup/'checkpoint'
     want = dict(model=settings['start'], mask=settings['format_warmup'], max_steps=settings['format_warmup_steps'],
@@ -386,7 +133,7 @@ def trainer_config(settings:dict, # `resolve_settings(...)`
                 CaOPDSDFTConfig.__dataclass_fields__['max_prompt_length'].default
             cfg['vllm_max_model_length'] = prompt + settings['max_completion_length']
     if settings['rollout_sampling'] == 'eval':  # rollouts sampled as the evaluation samples; the loss keeps temperature 1
-        from caopd.evaluate import GENERATE_TOP_K
+        from caopd.generation import GENERATE_TOP_K
         cfg['generation_kwargs'] = dict(temperature=settings['eval_temperature'], top_p=settings['eval_top_p'],
                                         top_k=GENERATE_TOP_K)
     return {**cfg, **settings['trainer_overrides']}
@@ -443,65 +190,10 @@ class RunFolderLog(Callback):
 # %% ../nbs/13_train.ipynb #c024
 def _main_process() -> bool: return int(os.environ.get('RANK', 0)) == 0
 
-def plan_node(settings:dict, gpu:str='auto') -> dict:
-    "`caopd.preflight.memory_plan` settings of the machine the run trains on: device, GPUs, FSDP, LoRA, vLLM."
-    import torch
-    from caopd.preflight import GIB, gpu_capacity_gib
-    capacity = None
-    if gpu == 'auto':
-        if torch.cuda.is_available():  # the visible GPU, its memory as the device reports it (an A100 has 40 or 80 GB)
-            index = int(os.environ.get('LOCAL_RANK', 0)) % torch.cuda.device_count()
-            gpu, capacity = torch.cuda.get_device_name(index), torch.cuda.get_device_properties(index).total_memory / GIB
-        else: gpu = 'H200' if settings['preset'] == 'paper' else 'cpu'
-    here = torch.cuda.is_available()  # planning the node it runs on: check loading against this machine's RAM
-    return dict(device=gpu, capacity_gib=capacity, max_gpus=torch.cuda.device_count() if here else None,  # the node's
-                n_gpus=settings['world_size'], fsdp=settings['world_size'] > 1 and gpu != 'cpu',
-                lora_r=settings['lora_r'], use_vllm=bool(settings['use_vllm']) and settings['vllm_mode'] == 'colocate',
-                host_ram_gib=gpu_capacity_gib('cpu') if here else None)
-
-OPTIMIZER_PLANS = {'adamw_torch_fused': 'adamw', 'adamw_torch': 'adamw_foreach', 'adamw_8bit': 'adamw_8bit',
-                   'adamw_bnb_8bit': 'adamw_8bit', 'paged_adamw_8bit': 'adamw_8bit', 'sgd': 'sgd'}  # TRL's optim: the plan's
-
-def plan_overrides(overrides:dict, # `settings['trainer_overrides']`: fields of the method's TRL config
-                  ) -> dict:
-    "The `memory_plan` arguments that the TRL config fields given as overrides change (so that a fix the plan names moves it)."
-    o, out = overrides or {}, {}
-    init = o.get('model_init_kwargs') or {}
-    dtype = str(init.get('dtype', init.get('torch_dtype', ''))).replace('torch.', '')
-    if dtype in ('bfloat16', 'float16', 'float32'): out['dtype'] = dtype
-    for field, arg in (('vllm_gpu_memory_utilization', 'vllm_gpu_memory_utilization'), ('vllm_enable_sleep_mode', 'vllm_sleep'),
-                       ('vllm_tensor_parallel_size', 'vllm_tensor_parallel_size'), ('max_prompt_length', 'prompt_len'),
-                       ('teacher_model_kind', 'teacher_model_kind')):
-        if o.get(field) is not None: out[arg] = o[field]
-    if o.get('optim') in OPTIMIZER_PLANS: out['optimizer'] = OPTIMIZER_PLANS[o['optim']]
-    return out
-
-def run_memory_plan(settings:dict, gpu:str='auto'):
-    "The run's `caopd.preflight.MemoryPlan` per GPU (or for this machine's RAM), from the model's config alone."
-    from caopd.preflight import memory_plan, model_spec
-    spec = model_spec(settings['start'] if Path(settings['start']).is_dir() else settings['model'])
-    return memory_plan(spec, settings['method'], K=settings['K'], completion_len=settings['max_completion_length'],
-                       micro_batch=settings['per_device_train_batch_size'],
-                       gradient_checkpointing=settings['gradient_checkpointing'],
-                       # TRL generates a process's completions of a step in one call (steps_per_generation micro-batches)
-                       generation_batch=settings['per_device_train_batch_size'] * settings['gradient_accumulation_steps'],
-                       **plan_node(settings, gpu), **plan_overrides(settings['trainer_overrides']))
-
-def check_plan(settings:dict, # `resolve_settings(...)`
-               gpu:str='auto', # see `RunArguments.gpu`
-              ):
-    "Print the run's memory plan and refuse (`MemoryPlanError`, naming the fixes) one that cannot fit: before any work."
-    from caopd.preflight import check_fits
-    plan = run_memory_plan(settings, gpu)
-    print(f'preflight: {plan.summary()}', flush=True)
-    check_fits(plan)
-    if settings.get('server_gpus'): print(f'preflight: {server_plan(settings, gpu)}', flush=True)
-    return plan
-
 # %% ../nbs/13_train.ipynb #c025
 def save_every_rank(trainer, out:Path):
     "`trainer.save_model(out)` that also writes FSDP2-sharded weights as one plain folder; every rank must call it."
-    from caopd.trainer import full_state_dict, is_sharded
+    from caopd.sharding import full_state_dict, is_sharded
     model = trainer.accelerator.unwrap_model(trainer.model)
     if not is_sharded(model): return trainer.save_model(str(out))  # one process, DDP: transformers writes on the main one
     state = full_state_dict(model)  # collective: every rank sends its slices to rank 0
@@ -552,7 +244,7 @@ def _train(run:RunArguments) -> RunFolder:
     from transformers.trainer_utils import get_last_checkpoint
     from caopd.baselines import build_trainer
     from caopd.guards import NonFiniteGuard
-    from caopd.runs import run_identity
+    from caopd.runfolder import run_identity
     from caopd.trainer import StepTimer
     t0 = time.time()
     settings = resolve_settings(run)
@@ -579,13 +271,13 @@ def _train(run:RunArguments) -> RunFolder:
     if not run.overwrite: folder.claim(identity, main=False)  # another run in the folder is refused first; writes nothing
     check_plan(settings, run.gpu)  # refuse before loading the model, naming the fixes; nothing is written yet
     moved = folder.claim(identity, run.overwrite, main=_main_process())  # before any work
-    if moved: print(f"{folder.path} held another run; it was moved, whole, to {moved}", flush=True)
+    if moved: _log.info(f"{folder.path} held another run; it was moved, whole, to {moved}")
     if settings['world_size'] > 1:  # the other processes look into the folder once the main one has claimed it
         from accelerate import PartialState
         PartialState().wait_for_everyone()
     if run.resume and folder.training.is_file():  # rerunning a finished run trains nothing
-        print(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): "
-              f"nothing to train; resume=False (--resume false) trains it again from the start", flush=True)
+        _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): "
+                  f"nothing to train; resume=False (--resume false) trains it again from the start")
         return folder
     last = get_last_checkpoint(str(folder.trainer)) if run.resume and folder.trainer.is_dir() else None
     if _main_process(): folder.discard_training(from_scratch=last is None)  # nothing of an earlier training mixes in
@@ -618,22 +310,7 @@ def train(run:RunArguments, # the run's parameters
     try: return _train(run)
     finally: end_process_group()  # also on an error: a rank must not leave gloo's threads to the interpreter's exit
 
-# %% ../nbs/13_train.ipynb #c028
-def cli_args(run:RunArguments) -> list[str]:
-    "`run` as command-line arguments of `caopd.train` (the fields that differ from the defaults)."
-    out = []
-    for f in dataclasses.fields(RunArguments):
-        v = getattr(run, f.name)
-        if v == f.default: continue
-        if isinstance(v, dict): v = json.dumps(v)
-        out += [f'--{f.name}', str(v)]
-    return out
-
-def recipe_path(name:str) -> Path:
-    "A recipe or launcher configuration: a path, or the name of one caopd ships in `data/recipes/` (a wheel's copy too)."
-    from caopd.data import shipped_file
-    return shipped_file(name, 'data/recipes', 'recipe')
-
+# %% ../nbs/13_train.ipynb #20e8ed00
 def launch_command(run:RunArguments, settings:dict|None=None) -> list[str]:
     "The command that trains `run`: python, accelerate launch (GPUs, FSDP2) or torchrun (CPU processes)."
     import torch
@@ -660,18 +337,7 @@ def server_command(settings:dict) -> list[str] | None:
             '--tensor_parallel_size', str(len(settings['server_gpus'])),
             '--max_model_len', str(prompt + settings['max_completion_length'])]
 
-def server_plan(settings:dict, gpu:str='auto') -> str:
-    "The vLLM server's memory on each of its GPUs, in words; refuses (`MemoryPlanError`) a model whose weights leave no KV cache."
-    from caopd.preflight import GIB, MemoryPlanError, model_spec
-    s, plan = len(settings['server_gpus']), run_memory_plan(settings, gpu)
-    spec = model_spec(settings['start'] if Path(settings['start']).is_dir() else settings['model'])
-    util, weights = 0.9, spec.n_params * 2 / s / GIB  # `trl vllm-serve`'s default gpu_memory_utilization; bf16 weights
-    text = (f"vLLM server on {s} GPU(s): {util:.0%} of {plan.capacity:.1f} GiB each, {weights:.1f} GiB of it the bf16 "
-            f"weights, the rest its KV cache")
-    if weights + 1 > util * plan.capacity:
-        raise MemoryPlanError(f"{text}: the weights leave no room for a KV cache; pass vllm_server_gpus={2 * s}")
-    return text
-
+# %% ../nbs/13_train.ipynb #0bf3f3a2
 @contextlib.contextmanager
 def vllm_server(settings:dict, # `resolve_settings(...)`
                 log_path:str|Path, # where the server's output goes
@@ -750,194 +416,17 @@ def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dic
         check_fits(plan)
     return dict(settings=settings, config=args, changed=changed, plan=plan, command=cmd, server=server)
 
-# %% ../nbs/13_train.ipynb #c034
-def plan_row(name:str, # the run's name in its grid
-             params:dict, # its parameters (`RunArguments` fields)
-             gpu:str='auto', # GPU type of the plan (see `RunArguments.gpu`)
-             fixes:bool=True, # also find the changes that make it fit
-             num_processes:int|None=None, # plan it on this many GPUs unless the run names its own count
-            ) -> dict:
-    "One run's plan: run, model, method, K, node, GiB per GPU, whether it fits, and the fixes when it does not."
-    from caopd.preflight import describe_fix, suggest_fixes
-    p = {**params, 'out': params.get('out') or str(Path('runs')/name), 'dry_run': True}
-    if num_processes and not params.get('num_processes'): p['num_processes'] = num_processes
-    settings = resolve_settings(RunArguments(**p))
-    plan = run_memory_plan(settings, gpu)
-    fx = [] if plan.fits or not fixes else suggest_fixes(plan)
-    return dict(run=name, model=settings['model'], method=settings['method'], K=settings['K'],
-                world=settings['world_size'], node=f"{settings['world_size']} x {plan.settings['device']}", gib=round(plan.total, 1),
-                capacity=round(plan.capacity, 1), fits=plan.fits,
-                fix='; '.join(f'{describe_fix(c)} ({p.total:.0f} GiB)' for c, p in fx), plan=plan)
-
-def plan_text(row:dict) -> str:
-    "`plan_row`'s row on one line: the plan against the node, and what makes it fit."
-    fit = 'fits' if row['fits'] else f"does NOT fit; it would fit with {row['fix']}" if row['fix'] else \
-        'does NOT fit, and no combination of up to three of the usual changes makes it fit'
-    return f"plan on {row['node']}: {row['gib']:.1f} of {row['capacity']:.1f} GiB per GPU, {fit}"
-
-def grid_plans(grid='nbs/grids/paper.yaml', # a grid YAML file (`caopd.runs.read_grid`)
-               fixes:bool=True, # also find the changes that make a run fit
-               gpu:str='auto', # GPU type of the plan (see `RunArguments.gpu`)
-               num_processes:int|None=None, # GPUs of the node planned (a run's own num_processes wins); None: as each run would
-              ) -> list[dict]:
-    "One row per run of `grid` (`plan_row`)."
-    from caopd.runs import read_grid
-    return [plan_row(name, params, gpu, fixes, num_processes) for name, params in read_grid(grid)['runs']]
-
-NODES = {'1 x H100': ('H100', 1), '8 x H100': ('H100', 8), '1 x H200': ('H200', 1), "4 x H200 (the paper's)": ('H200', 4)}
-
-def recipe_runs(folder='data/recipes') -> list[tuple[str, dict]]:
-    "(name, parameters) of every run recipe (`--config`) shipped in `folder`, as `caopd-train --config` reads it."
-    out = []
-    for path in sorted(Path(folder).glob('*.yaml')):
-        spec = _recipe(str(path))
-        if 'model' not in spec: continue  # an accelerate configuration, not a run
-        run = parse_args(['--config', str(path)])
-        default = {f.name: f.default for f in dataclasses.fields(RunArguments)}
-        out.append((path.name, {k: v for k, v in dataclasses.asdict(run).items() if v != default[k]}))
-    return out
-
-def nodes_markdown(runs:list[tuple[str, dict]], # (name, parameters), e.g. `read_grid(grid)['runs']` or `recipe_runs()`
-                   nodes:dict=NODES, # column -> (GPU type, GPUs)
-                   collapse:bool=True, # one row per (model, method family, K, LoRA): such runs plan alike
-                  ) -> str:
-    "Which node each run fits (`plan_row` on each): a markdown table, 'yes', 'no', or 'k of n' runs of a group."
-    from caopd.preflight import SELF_DISTILLATION
-    groups = {}
-    for name, params in runs:
-        cells = []
-        for gpu, n in nodes.values():
-            r = plan_row(name, params, gpu, fixes=False, num_processes=n)
-            cells.append(r['fits'] and r['world'] <= n)  # a run that names more processes than the node has GPUs: no
-        kind = 'self-distillation' if r['method'] in SELF_DISTILLATION else 'GRPO/RLCR'
-        lora = f", LoRA r={params['lora_r']}" if params.get('lora_r') else ''
-        key = (r['model'], f'{kind}{lora}', r['K']) if collapse else (name, f"{r['method']}{lora}", r['K'])
-        groups.setdefault(key, []).append(cells)
-    cell = lambda fits: 'yes' if all(fits) else 'no' if not any(fits) else f'{sum(fits)} of {len(fits)}'
-    head = f"| {'runs | model' if collapse else 'run'} | method | K | {' | '.join(nodes)} |"
-    rule = '|---' * (len(nodes) + (4 if collapse else 3)) + '|'
-    body = [f"| {f'{len(rows)} | ' if collapse else ''}{k[0]} | {k[1]} | {k[2]} | "
-            f"{' | '.join(cell([c[j] for c in rows]) for j in range(len(nodes)))} |" for k, rows in groups.items()]
-    return '\n'.join([head, rule, *body])
-
-def nodes_report(grid='nbs/grids/paper.yaml', # the paper's grid
-                 recipes='data/recipes', # the shipped recipes
-                ) -> str:
-    "The README's tables of which node each recipe and each run of the paper's grid fits (tests/test_preflight.py checks them)."
-    from caopd.runs import read_grid
-    return (f"Recipes (`{recipes}/`):\n\n{nodes_markdown(recipe_runs(recipes), collapse=False)}\n\n"
-            f"The paper's grid (`{grid}`), runs that plan alike in one row:\n\n{nodes_markdown(read_grid(grid)['runs'])}\n")
-
-def plans_markdown(rows:list[dict], # `grid_plans(...)`
-                   collapse:bool=True, # one row per (model, method family, K): the runs of a group plan alike
-                  ) -> str:
-    "The rows as a markdown table."
-    from caopd.preflight import SELF_DISTILLATION
-    if collapse:
-        groups = {}
-        for r in rows:
-            kind = 'self-distillation' if r['method'] in SELF_DISTILLATION else 'GRPO/RLCR'
-            groups.setdefault((r['model'], kind, r['K']), []).append(r)
-        rows = [dict(r[0], run=f"{len(r)} run{'s' if len(r) > 1 else ''}", method=k[1]) for k, r in groups.items()]
-    head = '| runs | model | method | K | GiB/GPU | of | fits | fits with |\n|---|---|---|---|---|---|---|---|'
-    body = [f"| {r['run']} | {r['model']} | {r['method']} | {r['K']} | {r['gib']:.0f} | {r['capacity']:.0f} | "
-            f"{'yes' if r['fits'] else 'no'} | {r['fix'] or '-'} |" for r in rows]
-    return '\n'.join([head, *body])
-
-# %% ../nbs/13_train.ipynb #c037
-# The environment variables a recipe's `env:` may set: what caopd, or a library under it, reads for where and how a run
-# runs. Any other name is refused: a recipe is a file that is copied and shared, so a credential (HF_TOKEN,
-# WANDB_API_KEY, OPENAI_API_KEY) never goes in one, and a variable the plan or the launch depends on (WORLD_SIZE,
-# NCCL_BUFFSIZE in the memory plan) is not changed behind them.
-RECIPE_ENV = (
-    'CAOPD_DATA_DIR',  # the Chemistry and ToolAlpaca files (caopd.data)
-    'CAOPD_CACHE',  # converted checkpoints (caopd.models.cache_dir)
-    'CAOPD_OFFLINE', 'HF_HUB_OFFLINE', 'HF_DATASETS_OFFLINE', 'TRANSFORMERS_OFFLINE',  # no downloads: an offline node
-    'HF_HOME',  # where the hub's models and datasets are cached on the node
-    'TRL_EXPERIMENTAL_SILENCE',  # TRL's warning on importing trl.experimental (caopd.trainer sets it too)
-    'WANDB_PROJECT', 'WANDB_ENTITY', 'WANDB_MODE',  # where report_to='wandb' logs (its key stays in the environment)
-    'CUDA_VISIBLE_DEVICES',  # the GPUs the run uses (TRL's own example of `env:`)
-    'PYTORCH_CUDA_ALLOC_CONF',  # the CUDA caching allocator, e.g. expandable_segments:True against fragmentation
-)
-
-def _recipe_env(env, # a recipe's `env:` value
-                path:Path, # the recipe, for the message
-               ) -> dict:
-    "The variables a recipe's `env:` sets, as strings; refused, naming them (never their values), unless all are in `RECIPE_ENV`."
-    if not isinstance(env, dict): raise Refusal(f"--config {path}: env must be a mapping of environment variables to values")
-    unknown = [str(k) for k in env if str(k) not in RECIPE_ENV]
-    if unknown: raise Refusal(
-        f"--config {path}: env sets {', '.join(unknown)}, which a recipe may not set (it may set {', '.join(RECIPE_ENV)}); "
-        f"nothing was set. A credential such as HF_TOKEN or WANDB_API_KEY belongs in the environment caopd-train is "
-        f"started in, never in a file")
-    return {str(k): str(v) for k, v in env.items()}
-
-def _recipe(name:str) -> dict:
-    "A `--config` recipe's mapping: a YAML file, or a shipped recipe of that file name (`recipe_path`)."
-    import yaml
-    path = Path(name)
-    if not path.is_file():
-        try: path = recipe_path(path.name)
-        except FileNotFoundError as e: raise Refusal(f"--config {name}: no such file nor shipped recipe ({e})") from None
-    try: spec = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e: raise Refusal(f"--config {path} is not valid YAML: {e}") from None
-    if not isinstance(spec, dict): raise Refusal(f"--config {path} must hold a mapping of run arguments, got {spec!r}")
-    os.environ.update(_recipe_env(spec.pop('env', None) or {}, path))  # TrlParser's `env` key, known variables only
-    return spec
-
-def _config_overrides(run:RunArguments, # the parsed run arguments
-                      recipe:dict, # the recipe's keys that are not run arguments
-                      rest:list[str], # the command line's words that are not run arguments
-                      where:str, # the recipe's name, for the message
-                     ) -> dict:
-    "The fields of the method's TRL config given as recipe keys, flags or `trainer_overrides`; anything else is refused."
-    from transformers import HfArgumentParser
-    from caopd.baselines import method_spec
-    config_cls = method_spec(run.method).classes()[1]
-    known = [f.name for f in dataclasses.fields(config_cls)]
-    def refuse(words, at): return unknown_refusal(words, [f.name for f in dataclasses.fields(RunArguments)] + known,
-                                                  'caopd-train', at, f' nor a field of {config_cls.__name__} (method {run.method!r})')
-    class ConfigParser(HfArgumentParser):
-        def error(self, message): raise Refusal(f'{message} (a field of {config_cls.__name__})')
-    parser = ConfigParser(config_cls, allow_abbrev=False)
-    words = [w for k, v in recipe.items() for w in (f'--{k}', json.dumps(v) if isinstance(v, (dict, list)) else str(v))]
-    for ws, at in ((words, f' (in {where})'), (rest, '')):
-        unknown = parser.parse_known_args(ws)[1]
-        if unknown: raise refuse(unknown, at)
-    bad = [f'--{k}' for k in run.trainer_overrides or {} if k not in known]
-    if bad: raise refuse(bad, ' (in trainer_overrides)')
-    ns = parser.parse_known_args(words + rest)[0]
-    given = [w[2:].split('=')[0].replace('-', '_') for w in words + rest if w.startswith('--')]
-    given = [g[3:] if g.startswith('no_') and g not in known else g for g in given]  # --no_x sets x
-    return {k: getattr(ns, k) for k in dict.fromkeys(given)}
-
-def parse_args(argv:list[str]|None=None) -> RunArguments:
-    "`RunArguments` from the command line and an optional `--config` recipe (flags win); the rest become `trainer_overrides`."
-    parser = dataclass_parser(RunArguments, 'caopd-train', "Train one CaOPD (or baseline) run into a run folder. Other "
-                              "--field value pairs are fields of the method's TRL config (e.g. --teacher_update_rate 0.1).")
-    parser.add_argument('--config', help="a YAML recipe of run arguments (and TRL config fields): a file, or the name of "
-                        "a shipped recipe, e.g. qwen3-8b-chemistry-caopd-sdft.yaml; flags given beside it win")
-    ns, rest = parser.parse_known_args(argv)  # --help ends here, before any heavy import
-    recipe = _recipe(ns.config) if ns.config else {}
-    fields = {f.name for f in dataclasses.fields(RunArguments)}
-    if recipe:  # the recipe's run arguments become the defaults, read as if typed; the command line's words win
-        parser.set_defaults(**{k: v for k, v in recipe.items() if k in fields})
-        ns, rest = parser.parse_known_args(argv)
-    if rest and not rest[0].startswith('-'): raise unknown_refusal(rest[:1], [], 'caopd-train')  # a stray value
-    run = RunArguments(**{k: v for k, v in vars(ns).items() if k != 'config'})  # RUN_RULES: refused here
-    extra = {k: v for k, v in recipe.items() if k not in fields}
-    from caopd.data import check_no_credentials  # a credential is refused as one before it is refused as unknown
-    if recipe: check_no_credentials(recipe, f'the recipe {ns.config}')  # where it is: the file, not the command line
-    words = [w for w in rest for w in w.split('=', 1)]
-    given = {w[2:]: (words[i + 1] if i + 1 < len(words) else '') for i, w in enumerate(words) if w.startswith('--')}
-    check_no_credentials({**vars(ns), **extra, **given, 'trainer_overrides': run.trainer_overrides}, 'the command line')
-    if extra or rest or run.trainer_overrides:
-        run.trainer_overrides = {**_config_overrides(run, extra, rest, ns.config), **(run.trainer_overrides or {})}
-    return run
-
+# %% ../nbs/13_train.ipynb #d489c890
 def main(argv:list[str]|None=None):
     "Train one run (see `RunArguments`; `--help` lists them): exit 0 when it trained, 2 and one line when refused."
     with refusals('caopd-train'): train(parse_args(argv))
 
 # %% ../nbs/13_train.ipynb #c039
 if __name__ == '__main__' and Path(sys.argv[0]).name == 'train.py': main()  # python -m caopd.train (not a notebook kernel)
+
+# %% ../nbs/13_train.ipynb #3e9d9114
+def __getattr__(name:str):  # moved to caopd.runs (CHANGELOG, Unreleased): importable from here too for one release
+    if name in ('grid_plans', 'nodes_report'):
+        from caopd import runs
+        return getattr(runs, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
