@@ -5,20 +5,21 @@ __version__ = "0.1.0"
 
 import logging as _logging, sys as _sys
 
-class _Stdout(_logging.StreamHandler):
-    "Writes to whatever `sys.stdout` is when a message comes (a notebook's, pytest's), as `print` did."
-    def __init__(self): super().__init__(_sys.stdout)
-    @property
-    def stream(self): return _sys.stdout
-    @stream.setter
-    def stream(self, value): pass
+class _Console(_logging.Handler):
+    "Info to stdout (as `print` did), warnings and errors to stderr: whatever sys.stdout and sys.stderr are at the time."
+    def emit(self, record):
+        try:
+            stream = _sys.stderr if record.levelno >= _logging.WARNING else _sys.stdout
+            stream.write(self.format(record) + '\n'); stream.flush()
+        except Exception: self.handleError(record)
 
-# caopd's modules say what they do through `logging.getLogger(__name__)`, under the logger 'caopd': shown on stdout,
-# message only, as print would; `logging.getLogger('caopd').setLevel(logging.WARNING)` silences all but warnings, and
-# a handler added to that logger receives them elsewhere (it does not propagate: a root handler would print them twice).
+# caopd's modules say what they do through `logging.getLogger(__name__)`, under the logger 'caopd': the message alone,
+# info on stdout and warnings on stderr. `logging.getLogger('caopd').setLevel(logging.WARNING)` silences all but the
+# warnings; a handler added to that logger receives them elsewhere (they do not propagate: a root handler would print
+# them twice).
 _log = _logging.getLogger(__name__)
 if not _log.handlers:
-    _handler = _Stdout(); _handler.setFormatter(_logging.Formatter('%(message)s')); _log.addHandler(_handler)
+    _handler = _Console(); _handler.setFormatter(_logging.Formatter('%(message)s')); _log.addHandler(_handler)
     _log.setLevel(_logging.INFO); _log.propagate = False
 
 _LAZY = {  # module -> the names it offers at the top

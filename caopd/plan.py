@@ -10,7 +10,7 @@ from pathlib import Path
 from .io import markdown_table
 from .arguments import RunArguments, _recipe, parse_args, resolve_settings
 
-_log = logging.getLogger(__name__)  # what the library says (caopd/__init__.py: shown on stdout; silence it there)
+_log = logging.getLogger(__name__)  # the library's messages: caopd/__init__.py shows them, logging silences them
 
 # %% auto #0
 __all__ = ['OPTIMIZER_PLANS', 'NODES', 'plan_node', 'plan_overrides', 'run_memory_plan', 'check_plan', 'server_plan', 'plan_row',
