@@ -11,8 +11,8 @@ Which path each part exercises (CPU, gloo):
 - `full_sharded/`, `lora_sharded/` (two processes only): the same models sharded by us with `fully_shard` on a gloo
   mesh (each decoder layer, then the root, as accelerate's FSDP2 plugin wraps them). transformers' Trainer given `fsdp`
   with `use_cpu=True` falls back to MULTI_CPU and never shards, so the Trainer here only carries the accelerator and
-  tokenizer; the sharded branch of `save_trained` (`caopd.trainer.full_state_dict`, every rank) is what runs.
-- `teacher/`: `caopd.trainer.save_ema_teacher` / `load_ema_teacher`, the functions the trainers' checkpoint mixin
+  tokenizer; the sharded branch of `save_trained` (`caopd.sharding.full_state_dict`, every rank) is what runs.
+- `teacher/`: `caopd.sharding.save_ema_teacher` / `load_ema_teacher`, the functions the trainers' checkpoint mixin
   calls, on a teacher sharded at the root with `fully_shard` as TRL's `prepare_fsdp` does (TRL's trainer cannot run
   FSDP on CPU, for the reason above). One process writes `whole.safetensors`; two write `sharded.safetensors` from
   the sharded teacher, load the one-process file into a sharded teacher with other weights (`before.safetensors` is
@@ -27,9 +27,9 @@ from trainer_helpers import K, chemistry_rows, script_by_row  # noqa: E402 (sets
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from caopd.runs import RunFolder  # noqa: E402
+from caopd.runfolder import RunFolder  # noqa: E402
 from caopd.train import save_trained  # noqa: E402
-from caopd.trainer import load_ema_teacher, save_ema_teacher  # noqa: E402
+from caopd.sharding import load_ema_teacher, save_ema_teacher  # noqa: E402
 
 LORA_R = 2
 

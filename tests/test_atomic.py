@@ -21,7 +21,7 @@ def audit(event, args):
     elif event == 'os.rename' and ours(args[1]): writes.append(['rename', os.path.basename(os.fsdecode(args[1]))])
 sys.addaudithook(audit)
 from caopd.data import fixtures_dir, load_domain
-from caopd.runs import RunFolder
+from caopd.runfolder import RunFolder
 from caopd.train import warmup_stage
 rows = load_domain('chemistry', 'all', data_dir=fixtures_dir()).select(range(4))
 settings = dict(start=model, dtype='float32', format_warmup='value', format_warmup_steps=1, seed=0, warmup_prompts_sha256='rows-sha',
@@ -112,7 +112,7 @@ def test_killed_checkpoint_is_whole_or_absent(tiny, tmp_path, monkeypatch, kill)
     model_dir, dataset, tok = tiny
     trainer = _trainer(model_dir, tmp_path/'run', dataset, tok)
     if kill == 'before the teacher file':
-        save = caopd.trainer.save_ema_teacher
+        save = caopd.sharding.save_ema_teacher
         def save_ema_teacher(teacher, path, write=True):
             if trainer.state.global_step == 2: raise Killed(path)
             return save(teacher, path, write)

@@ -8,7 +8,7 @@ from trl import GRPOTrainer
 from caopd.baselines import METHODS, build_trainer
 from caopd.data import fixtures_dir, load_domain
 from caopd.models import tiny_model
-from caopd.trainer import script_rollouts
+from caopd.testing import script_rollouts
 
 # two optimiser steps, one prompt per step with two completions of at most 8 tokens: seconds per method on 2 cores
 QUICK = dict(max_steps=2, per_device_train_batch_size=2, num_generations=2, max_completion_length=8, logging_steps=1,

@@ -22,7 +22,8 @@ from trl.trainer.utils import create_model_from_path
 from accelerate.utils import FullyShardedDataParallelPlugin
 from safetensors.torch import load_file
 from torch.distributed.tensor import distribute_tensor
-from caopd.trainer import EMATeacherCheckpoints, is_sharded
+from caopd.trainer import EMATeacherCheckpoints
+from caopd.sharding import is_sharded
 path, kind, out = sys.argv[1:4]
 saved = load_file(os.path.join(path, 'model.safetensors'))
 

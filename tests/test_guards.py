@@ -43,7 +43,7 @@ def test_a_nan_gradient_step_is_skipped_and_counted(tmp_path):
     "Step 3's gradient holds a NaN: that step changes no weight, is marked in the log and counted in train.json; the model saved is finite."
     import torch
     from safetensors.torch import load_file
-    from caopd.runs import RunFolder
+    from caopd.runfolder import RunFolder
     out, tiny = tmp_path/'run', tiny_model_dir(tmp_path/'tiny')
     res = _run(['3', '--model', tiny, '--out', str(out), *TINY, '--max_steps', '3'], NAN_GRADIENT)
     assert res.returncode == 0, res.stderr[-4000:]
@@ -107,7 +107,7 @@ def test_evaluation_refuses_a_nan_model_before_generating(tmp_path):
 
 def test_two_caopd_steps_and_an_evaluation_in_bfloat16_on_cpu(tmp_path):
     "dtype='bfloat16' runs the GPU's numbers here: bf16 mixed precision in training, bf16 weights in the evaluation."
-    from caopd.runs import RunFolder
+    from caopd.runfolder import RunFolder
     out = tmp_path/'run'
     res = _run(['--model', tiny_model_dir(tmp_path/'tiny'), '--out', str(out), *TINY, '--max_steps', '2', '--dtype', 'bfloat16'])
     assert res.returncode == 0, res.stderr[-4000:]
@@ -125,7 +125,7 @@ def test_two_caopd_steps_and_an_evaluation_in_bfloat16_on_cpu(tmp_path):
 def test_on_a_gpu_box_the_defaults_are_the_demo_and_a_paper_model_the_paper_run(monkeypatch):
     "A GPU-visible stand-in: the README's command resolves to the cpu preset, -p model Qwen3-8B to the paper's."
     import torch
-    from caopd.train import RunArguments, resolve_settings
+    from caopd.arguments import RunArguments, resolve_settings
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
     monkeypatch.setattr(torch.cuda, 'device_count', lambda: 1)
     demo = resolve_settings(RunArguments())

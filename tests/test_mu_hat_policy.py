@@ -9,10 +9,11 @@ from conftest import ROOT
 def test_first_step_mu_hat_is_the_evaluated_policys_accuracy(tmp_path):
     import torch
     from caopd.baselines import build_trainer
-    from caopd.evaluate import generate
+    from caopd.generation import generate
     from caopd.models import chat_template_kwargs, load_model
-    from caopd.runs import RunFolder
-    from caopd.train import RunArguments, resolve_settings, select_prompts, trainer_config, warmup_stage
+    from caopd.runfolder import RunFolder
+    from caopd.arguments import RunArguments, resolve_settings
+    from caopd.train import select_prompts, trainer_config, warmup_stage
     from caopd.verifiers import verify
 
     n_prompts, K = 16, 8

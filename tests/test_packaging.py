@@ -196,7 +196,8 @@ def test_caopd_evaluate_is_callable_as_its_function():
     "`caopd.evaluate(...)` evaluates (the module is callable), whatever imported caopd.evaluate first."
     import caopd
     from caopd.data import fixtures_dir
-    from caopd.evaluate import ScriptedAPI, load_domain
+    from caopd.evaluate import load_domain
+    from caopd.testing import ScriptedAPI
     rows = load_domain('chemistry', 'test', data_dir=fixtures_dir())
     script = {r['prompt'][-1]['content']: [f"<answer>{r['answer']}</answer> Confidence: 0.8"] for r in rows}
     with ScriptedAPI(script) as api:

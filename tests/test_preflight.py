@@ -4,7 +4,8 @@ import pytest
 from conftest import ROOT
 from caopd.preflight import (GIB, PAPER_MODELS, PUBLISHED_PARAMS, MemoryPlanError, ModelSpec, check_fits,
                              memory_plan, model_spec, preflight, suggest_fixes)
-from caopd.train import grid_plans, plans_markdown
+from caopd.plan import plans_markdown
+from caopd.runs import grid_plans
 
 Q8 = PAPER_MODELS['Qwen/Qwen3-8B']
 

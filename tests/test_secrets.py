@@ -82,8 +82,10 @@ def test_evaluate_refuses_credentials_in_the_endpoint(tmp_path, monkeypatch):
 def test_credentials_in_the_environment_reach_no_file(tmp_path, monkeypatch):
     "HF_TOKEN, OPENAI_API_KEY and WANDB_API_KEY set: a dry run, a one-step training run and an API evaluation write them nowhere."
     from caopd.data import fixtures_dir
-    from caopd.evaluate import ScriptedAPI, evaluate, load_domain
-    from caopd.train import dry_run, launch_command, parse_args, run_logged
+    from caopd.evaluate import evaluate, load_domain
+    from caopd.testing import ScriptedAPI
+    from caopd.train import dry_run, launch_command, run_logged
+    from caopd.arguments import parse_args
     for k, v in CREDENTIAL_ENV.items(): monkeypatch.setenv(k, v)
     out = tmp_path/'run'
     run = parse_args(['--model', tiny_model_dir(tmp_path/'tiny'), '--out', str(out), *TINY])
@@ -104,8 +106,8 @@ def test_credentials_in_the_environment_reach_no_file(tmp_path, monkeypatch):
 @pytest.mark.parametrize('name', ['api_key', 'key', 'token', 'access_token', 'api-key'])
 def test_a_credential_in_the_query_string_is_refused_like_one_in_the_user_part(name, monkeypatch):
     "`http://host/v1?api_key=...` as --base_url or $OPENAI_BASE_URL: refused, naming the parameter and OPENAI_API_KEY, never the value."
-    from caopd.data import CredentialError
-    from caopd.evaluate import api_base_url
+    from caopd.provenance import CredentialError
+    from caopd.generation import api_base_url
     url = f'http://127.0.0.1:9/v1?model=m&{name}={S}'
     monkeypatch.delenv('OPENAI_BASE_URL', raising=False)
     for given, where in ((url, 'base_url'), (None, 'OPENAI_BASE_URL')):

@@ -66,8 +66,10 @@ def test_cpu_and_gpu_runs_are_never_pooled():
 def test_the_gpu_grid_remakes_the_committed_gpu_runs():
     "Every run of nbs/grids/gpu.yaml resolves to the run its committed folder holds (run.json), the code's commit aside."
     import dataclasses
-    from caopd.runs import RunFolder, identity_diff, read_grid, run_identity
-    from caopd.train import RunArguments, resolve_settings, select_prompts
+    from caopd.runfolder import RunFolder, identity_diff, run_identity
+    from caopd.runs import read_grid
+    from caopd.arguments import RunArguments, resolve_settings
+    from caopd.train import select_prompts
     grid = read_grid(ROOT/'nbs'/'grids'/'gpu.yaml')
     assert grid['root'] == 'figures/runs/gpu'
     folders = sorted(p.name for p in (ROOT/grid['root']).iterdir() if p.is_dir())

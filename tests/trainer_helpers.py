@@ -36,10 +36,10 @@ def scripted_text(row:dict, k:int, group_size:int=K) -> str:
 
 
 def script_by_row(trainer):
-    """Script `trainer`'s rollouts (`caopd.trainer.script_rollouts`) by global row index: `scripted_text` of the training
+    """Script `trainer`'s rollouts (`caopd.testing.script_rollouts`) by global row index: `scripted_text` of the training
     row whose prompt each completion was asked for (found in the decoded prompt), so that a scored-only round's rollout
     of the wrong prompt is scripted as that prompt's, and shows."""
-    from caopd.trainer import script_rollouts
+    from caopd.testing import script_rollouts
     tok, data = trainer.processing_class, list(trainer.train_dataset)
     question = lambda row: row['prompt'][-1]['content'] if isinstance(row['prompt'], list) else row['prompt']
     def row_of(ids):
