@@ -65,10 +65,15 @@ def test_run_folder(grid_runs):
     for key in ('caopd/calibration_loss', 'caopd/capability_loss', 'caopd/empirical_confidence', 'step_time'):
         assert key in steps[0], key
     targets = read_jsonl(out/'rollouts.jsonl')  # every distilled rollout, as the run saw it
-    assert sorted({t['step'] for t in targets}) == [1, 2] and all(0 <= t['mu_hat'] <= 1 for t in targets)
+    assert sorted({t['step'] for t in targets}) == [1, 2]
     assert all(set(t) == {'step', 'id', 'completion', 'reward', 'confidence', 'mu_hat', 'successes', 'rollouts'}
                for t in targets)
-    assert all(t['rollouts'] == 2 and 0 <= t['successes'] <= 2 for t in targets)  # what each target rests on (K = 2)
+    assert all(t['rollouts'] == 2 and t['reward'] in (0, 1) for t in targets)  # what each target rests on (K = 2)
+    for key in {(t['step'], t['id']) for t in targets}:  # a prompt's successes are its K rollouts' rewards
+        group = [t for t in targets if (t['step'], t['id']) == key]
+        assert len(group) == 2 and all(t['successes'] == sum(g['reward'] for g in group) for t in group), group
+    # each target is the share of right rollouts among the prompt's others (the default: frequency, leave-one-out)
+    assert all(t['mu_hat'] == pytest.approx((t['successes'] - t['reward']) / (t['rollouts'] - 1)) for t in targets)
     assert all(isinstance(t['id'], str) and isinstance(t['completion'], str) for t in targets)
     assert (out/'checkpoint'/'config.json').is_file()
     for fig in ('training_curves', 'format_adherence', 'reliability', 'risk_coverage', 'confidence_distributions'):
