@@ -1,6 +1,6 @@
 """The console scripts as users type them: the README's evaluation end to end on a tiny model and the fixtures (the
 embedded model is exercised by the slow cells), and issue 21's inputs: one-line refusals with exit status 2 that write
-nothing, one flag rule for every command, quick --help, and grid commands that work when pasted."""
+nothing, one flag rule for every command, --help that imports no model library, and grid commands that work when pasted."""
 import json, os, shlex, subprocess, sys
 from pathlib import Path
 
