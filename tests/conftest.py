@@ -16,6 +16,14 @@ os.environ.setdefault('CAOPD_PNG', '0')
 os.environ.setdefault('CAOPD_FIGURES_DIR', tempfile.mkdtemp(prefix='caopd_figures_'))
 
 
+def pytest_configure(config):
+    """The suite reports how long its slowest tests took (pytest --durations=25) instead of asserting time bounds, which
+    a busy machine breaks; a --durations given on the command line wins. Set here, the suite's one configuration file:
+    pyproject.toml is hashed by .ci/env (a change rebuilds the environment), and a tests/pytest.ini would move
+    pytest's rootdir and with it every test id."""
+    if config.option.durations is None: config.option.durations = 25
+
+
 def _checkout_state() -> dict|None:
     "Paths `git status` reports (changed, new) with a hash of their contents; None outside a git checkout."
     import hashlib, subprocess

@@ -18,11 +18,11 @@ Which path each part exercises (CPU, gloo):
   the sharded teacher, load the one-process file into a sharded teacher with other weights (`before.safetensors` is
   that teacher before the load) and save it again (`reloaded.safetensors`).
 """
-import argparse, os, sys
+import argparse, json, os, sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from trainer_helpers import K, chemistry_rows, script_by_row  # noqa: E402 (sets the environment first)
+from trainer_helpers import K, RecordBatches, chemistry_rows, script_by_row  # noqa: E402 (sets the environment first)
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -59,25 +59,32 @@ def plain_trainer(model, tok, out:Path):
 
 
 def trained(model_dir:str, tok, out:Path):
-    "CaOPD-SDFT with LoRA, 2 steps on scripted rollouts (the global batch is one prompt's K rollouts), then saved."
+    """CaOPD-SDFT with LoRA, 2 steps on scripted rollouts (the global batch is one prompt's K rollouts), then saved;
+    `trained-rank<r>.json` holds what tests/test_save_ranks.py derives its tolerance from: the learning rate, each step's
+    gradient norm and the padded length of the batches."""
     from caopd.config import CaOPDSDFTConfig
     from caopd.models import load_model
     from caopd.trainer import CaOPDSDFTTrainer
     from caopd.verifiers import mcq_reward
+    class RecordedSDFT(RecordBatches, CaOPDSDFTTrainer): pass
     n = int(os.environ.get('WORLD_SIZE', 1))
     args = CaOPDSDFTConfig(output_dir=str(out/'trainer'), use_cpu=True, bf16=False, gradient_checkpointing=False,
                            report_to='none', disable_tqdm=True, logging_steps=1, save_strategy='no',
                            per_device_train_batch_size=K // n, num_generations=K, max_completion_length=8, max_steps=2,
                            seed=0, warmup_steps=0,
                            # plain SGD: a step is lr x gradient, so one process's sum and DDP's all-reduce (the same
-                           # numbers summed in another order) give weights 4e-6 apart after 2 steps at lr 1 (the test
-                           # allows 1e-3; the weights move 0.3 from their start). Adam divides by the
-                           # gradient's own size: a weight whose gradient is zero up to summation order stepped +-lr
-                           # either way (CI saw 2 x lr with eps 1e-8, and 2.3e-3 with eps 1e-3)
+                           # numbers summed in another order) move the weights apart by lr x that rounding, which the
+                           # test bounds. Adam divides by the gradient's own size: a weight whose gradient is zero up
+                           # to summation order stepped +-lr either way (CI saw 2 x lr with eps 1e-8, and 2.3e-3 with
+                           # eps 1e-3), which no rounding bound covers
                            optim='sgd', learning_rate=1.0)
     model = lora(load_model(model_dir, device='cpu')[0])
-    trainer = CaOPDSDFTTrainer(model, mcq_reward, args, train_dataset=chemistry_rows(2), processing_class=tok)
+    trainer = RecordedSDFT(model, mcq_reward, args, train_dataset=chemistry_rows(2), processing_class=tok)
     script_by_row(trainer).train()
+    seen = dict(learning_rate=args.learning_rate, rows=K, lengths=sorted({r['length'] for r in trainer.records}),
+                grad_norms=[h['grad_norm'] for h in trainer.state.log_history if 'grad_norm' in h])
+    out.mkdir(parents=True, exist_ok=True)
+    (out/f'trained-rank{trainer.accelerator.process_index}.json').write_text(json.dumps(seen))
     save_trained(trainer, RunFolder(out/'trained'), dict(lora_r=LORA_R, start=model_dir))
     return trainer
 

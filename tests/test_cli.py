@@ -1,7 +1,7 @@
 """The console scripts as users type them: the README's evaluation end to end on a tiny model and the fixtures (the
 embedded model is exercised by the slow cells), and issue 21's inputs: one-line refusals with exit status 2 that write
-nothing, one flag rule for every command, quick --help, and grid commands that work when pasted."""
-import json, os, shlex, subprocess, sys, time
+nothing, one flag rule for every command, --help that imports no model library, and grid commands that work when pasted."""
+import json, os, shlex, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,10 @@ def test_evaluate_cli(tmp_path):
     tiny_model(seed=0, save_to=tmp_path/'tiny')
     out = tmp_path/'run'
     out.mkdir(); (out/'notes.txt').write_text('a file of the user, left there before the evaluation')
-    os.utime(out/'notes.txt', (time.time() - 60, time.time() - 60))
+    # caopd-evaluate tells what it wrote by modification time (see the xfail test below), so the user's file gets a
+    # fixed date long past instead of one read off the clock
+    os.utime(out/'notes.txt', (USER_FILE_TIME, USER_FILE_TIME))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
     script = Path(sys.executable).parent/'caopd-evaluate'  # the console script (exits with main()'s value)
     res = subprocess.run([str(script), '--model', str(tmp_path/'tiny'),
                           '--data-dir', str(ROOT/'data'/'fixtures'), '--split', 'test', '--limit', '2',
@@ -29,9 +32,29 @@ def test_evaluate_cli(tmp_path):
     assert report['report']['n'] == 4 and report['settings']['n_samples'] == 2
     for f in ('report.md', 'reliability.html', 'confidence.html'): assert (out/f).exists(), f
     wrote = res.stdout.strip().splitlines()[-1]  # the last line names the files the evaluation wrote (PNGs when made)
-    assert wrote.startswith(f'wrote {out}/: ') and 'notes.txt' not in wrote, wrote  # not what was there before
-    assert set(wrote.split(': ', 1)[1].split(', ')) == {p.name for p in out.iterdir() if p.suffix != '.txt'}, wrote
-    assert 'risk_coverage.html' in wrote, wrote
+    made = {p.name for p in out.iterdir() if p.is_file() and before.get(p.name) != p.read_bytes()}  # new or changed
+    assert wrote.startswith(f'wrote {out}/: ') and set(wrote.split(': ', 1)[1].split(', ')) == made, (wrote, made)
+    assert 'risk_coverage.html' in made and 'notes.txt' not in made, made  # the user's file is left as it was
+
+USER_FILE_TIME = 978307200  # 2001-01-01 00:00 UTC
+
+@pytest.mark.xfail(reason='issue 31: caopd-evaluate names the files whose mtime is not before its start; it should '
+                          'name what it wrote (or what changed), whatever the clocks say', strict=True, raises=AssertionError)
+def test_evaluate_names_what_it_wrote_whatever_the_clock(tmp_path, monkeypatch, capsys):
+    "A file of the user dated ahead of this machine's clock (copied from another machine, unpacked from an archive) is not named."
+    import caopd.evaluate as E
+    from caopd.io import write_jsonl
+    out = tmp_path/'run'
+    out.mkdir(); (out/'notes.txt').write_text('a file of the user, dated by another clock')
+    ahead = 4102444800  # 2100-01-01 00:00 UTC
+    os.utime(out/'notes.txt', (ahead, ahead))
+    def evaluate(*args, **kwargs):  # stands in for the generation: writes one record into `out`
+        records = [dict(id='q1', sample=0, correct=True, confidence=0.9)]
+        write_jsonl(out/'records.jsonl', records)
+        return records, E.records_report(records)
+    monkeypatch.setattr(E, 'evaluate', evaluate)
+    E.main(['--model', 'm', '--out', str(out)])  # the command line's path
+    assert capsys.readouterr().out.strip().splitlines()[-1] == f'wrote {out}/: records.jsonl'
 
 def test_evaluate_cli_bad_domain(tmp_path):
     res = subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--domain', 'biology', '--limit', '1'],
@@ -111,10 +134,25 @@ TRAIN_REFUSALS = [
 @pytest.mark.parametrize('args,says', TRAIN_REFUSALS, ids=[' '.join(a) for a, _ in TRAIN_REFUSALS])
 def test_train_refuses_in_one_line_and_writes_nothing(args, says, tmp_path):
     out = tmp_path/'run'
-    t0 = time.time()
     _refused(_run('caopd-train', *args, '--out', out), 'caopd-train: error: ', says)
     assert not out.exists()
-    assert time.time() - t0 < 60  # no model or data: about a second here, seconds on a loaded machine
+
+def _imported_after(code:str, names) -> dict:
+    "Run `code` in a fresh interpreter; which of the modules `names` it imported, and its exit status."
+    check = f"\nimport json, sys\nprint(json.dumps([m for m in {list(names)!r} if m in sys.modules]))"
+    res = subprocess.run([sys.executable, '-c', code + check], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+HEAVY = ('torch', 'transformers', 'trl', 'datasets', 'vllm')  # what loading a model or data needs
+
+def test_train_refusals_load_no_model_or_data():
+    "Every refusal of TRAIN_REFUSALS comes before torch, transformers, TRL or datasets is imported: no model or data can have loaded."
+    code = ("from caopd.train import main\nfor args in " + repr([a for a, _ in TRAIN_REFUSALS]) + ":\n"
+            "    try: main(args + ['--out', '/nonexistent/caopd-refused'])\n"
+            "    except SystemExit as e: assert e.code == 2, (args, e.code)\n"
+            "    else: raise AssertionError(f'{args} was not refused')")
+    assert _imported_after(code, HEAVY) == []
 
 def test_train_unknown_flag_and_recipe_key_are_refused_alike(tmp_path):
     "No abbreviations: --learning_rat is not --learning_rate; a recipe's learning_rat: gets the same message."
@@ -151,18 +189,31 @@ def test_train_refusal_of_the_method_config_comes_before_any_data(tmp_path):
     _refused(res, 'calibrate=True needs at least 2 scored rollouts', 'Set num_generations >= 2', alone=False)
     assert not out.exists()
 
-def test_help_is_quick_and_imports_nothing_heavy():
-    "Each command answers --help within 3 s here; caopd-train builds its parser without torch or transformers."
-    for script in ('caopd-train', 'caopd-evaluate', 'caopd-runs', 'caopd-smoke'):
-        t0 = time.time()
-        res = _run(script, '--help')
-        took = time.time() - t0
-        assert res.returncode == 0 and res.stdout.startswith('usage: '), res.stderr[-2000:]
-        assert took < 10, (script, took)  # under 2 s on this 2-core machine; a bound a busy CI runner keeps
-    code = ("import sys\nfrom caopd.train import main\ntry: main(['--help'])\nexcept SystemExit: pass\n"
-            "heavy = [m for m in ('torch', 'transformers', 'trl') if m in sys.modules]\nassert not heavy, heavy")
-    res = subprocess.run([sys.executable, '-c', code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0 and 'usage: caopd-train' in res.stdout, res.stderr[-2000:]
+def _console_scripts() -> dict:
+    "settings.ini's console scripts, name -> (module, function): what each command runs (tests/test_packaging.py checks the installed ones match)."
+    import configparser
+    cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini')
+    return {name: tuple(target.split(':')) for name, target in (s.split('=', 1) for s in cfg['DEFAULT']['console_scripts'].split())}
+
+def _help_imports(script:str, names) -> list:
+    "The modules of `names` that `script --help` imports, run as its console script runs it (its entry point's function)."
+    module, func = _console_scripts()[script]
+    code = (f"import sys\nsys.argv = [{script!r}, '--help']\nfrom {module} import {func}\n"
+            f"try: {func}()\nexcept SystemExit as e: assert e.code in (0, None), e.code")
+    return _imported_after(code, names)
+
+@pytest.mark.parametrize('script', ['caopd-train', 'caopd-evaluate', 'caopd-runs', 'caopd-smoke'])
+def test_help_imports_nothing_heavy(script):
+    "Each command answers --help with its usage, without importing torch, transformers, TRL, datasets or vLLM (pytest --durations reports how long it took)."
+    res = _run(script, '--help')
+    assert res.returncode == 0 and res.stdout.startswith('usage: '), res.stderr[-2000:]
+    assert _help_imports(script, HEAVY) == [], script
+
+@pytest.mark.xfail(reason='issue 31: lands with the module split', strict=True)
+@pytest.mark.parametrize('script', ['caopd-train', 'caopd-evaluate'])
+def test_train_and_evaluate_help_import_no_plotly_or_pandas(script):
+    "caopd-train --help and caopd-evaluate --help import neither plotly nor pandas: the figures and tables are not theirs to load for a usage line."
+    assert _help_imports(script, ('plotly', 'pandas')) == [], script
 
 def test_every_command_takes_both_spellings_and_booleans_alike(tmp_path):
     "--dry-run and --dry_run, --dry_run true and --no_dry_run, --max-new-tokens: one rule for caopd-train, -evaluate, -runs."

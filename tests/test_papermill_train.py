@@ -1,5 +1,5 @@
 "nbs/train.ipynb through papermill, as a grid: a tiny model trained on Chemistry in one and in two CPU processes, then continued on Tool Use (CT)."
-import json, subprocess, sys
+import json, math, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -65,10 +65,15 @@ def test_run_folder(grid_runs):
     for key in ('caopd/calibration_loss', 'caopd/capability_loss', 'caopd/empirical_confidence', 'step_time'):
         assert key in steps[0], key
     targets = read_jsonl(out/'rollouts.jsonl')  # every distilled rollout, as the run saw it
-    assert sorted({t['step'] for t in targets}) == [1, 2] and all(0 <= t['mu_hat'] <= 1 for t in targets)
+    assert sorted({t['step'] for t in targets}) == [1, 2]
     assert all(set(t) == {'step', 'id', 'completion', 'reward', 'confidence', 'mu_hat', 'successes', 'rollouts'}
                for t in targets)
-    assert all(t['rollouts'] == 2 and 0 <= t['successes'] <= 2 for t in targets)  # what each target rests on (K = 2)
+    assert all(t['rollouts'] == 2 and t['reward'] in (0, 1) for t in targets)  # what each target rests on (K = 2)
+    for key in {(t['step'], t['id']) for t in targets}:  # a prompt's successes are its K rollouts' rewards
+        group = [t for t in targets if (t['step'], t['id']) == key]
+        assert len(group) == 2 and all(t['successes'] == sum(g['reward'] for g in group) for t in group), group
+    # each target is the share of right rollouts among the prompt's others (the default: frequency, leave-one-out)
+    assert all(t['mu_hat'] == pytest.approx((t['successes'] - t['reward']) / (t['rollouts'] - 1)) for t in targets)
     assert all(isinstance(t['id'], str) and isinstance(t['completion'], str) for t in targets)
     assert (out/'checkpoint'/'config.json').is_file()
     for fig in ('training_curves', 'format_adherence', 'reliability', 'risk_coverage', 'confidence_distributions'):
@@ -107,11 +112,45 @@ def test_continual_training_and_grid_resume(grid_runs):
     assert s['start'].endswith('chemistry-caopd-sdft-1/checkpoint') and 'warmup' not in s  # CT starts warmed: no warm-up
     t = runs_table(root)
     assert sorted(t['method']) == ['caopd-sdft', 'caopd-sdft', 'sdft'] and set(t['protocol']) == {'id', 'ct'}
-    assert t['accuracy'].between(0, 1).all() and t['n'].eq(4).all()
+    for _, row in t.iterrows(): check_table_row_against_records(row)
     # a finished grid is not run again
     res = subprocess.run([sys.executable, '-m', 'caopd.runs', str(root.parent/'grid.yaml'), '--dry_run'], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0 and res.stdout.count('[skip]') == 3, res.stdout + res.stderr
+
+
+def _differing(a:dict, b:dict) -> list:
+    "Keys whose values differ (NaN equals NaN: a metric with nothing to rank is NaN in both)."
+    same = lambda x, y: x == y or (isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y))
+    return sorted(k for k in a.keys() | b.keys() if k not in a or k not in b or not same(a[k], b[k]))
+
+
+def check_table_row_against_records(row):
+    """A row of `runs_table` says what its run's records say: each record's verdict and stated confidence are its
+    completion's (the eval domain's verifier, `parse_confidence`), the run evaluated eval_limit prompts eval_samples
+    times, the same ones before and after training, and the table's accuracy and n, and report.json, are what
+    `records_report` makes of the records."""
+    from caopd.confidence import parse_confidence
+    from caopd.evaluate import read_jsonl, records_report
+    from caopd.runs import load_run
+    from caopd.verifiers import verify
+    run = load_run(row['path'])
+    domain = run['settings']['eval_domain']
+    seen = {}
+    for prefix, when in (('before_', 'before'), ('', 'after')):
+        recs = read_jsonl(Path(row['path'])/'eval'/when/'records.jsonl')
+        assert len(recs) == TINY['eval_limit'] * TINY['eval_samples'], (row['path'], when, len(recs))
+        assert len({r['id'] for r in recs}) == TINY['eval_limit'] and {r['sample'] for r in recs} == {0, 1}
+        for r in recs:
+            assert r['correct'] == verify(domain, r['completion'], r['answer']), (row['path'], when, r)
+            assert r['confidence'] == parse_confidence(r['completion']) and r['parsed'] == (r['confidence'] is not None), r
+        report = records_report(recs)
+        assert row[f'{prefix}accuracy'] == report['accuracy'] == sum(r['correct'] for r in recs) / len(recs), (row['path'], when)
+        assert row[f'{prefix}n'] == report['n'] == len(recs)
+        saved = json.loads((Path(row['path'])/'eval'/when/'report.json').read_text())['report']
+        assert _differing(saved, report) == [], (row['path'], when, _differing(saved, report))
+        seen[when] = sorted((r['id'], r['sample'], json.dumps(r['prompt'])) for r in recs)
+    assert seen['before'] == seen['after'], row['path']  # the same prompts before and after: the two compare
 
 
 def test_notebook_refuses_a_mixed_run_and_resumes_a_finished_one(grid_runs):

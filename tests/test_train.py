@@ -55,14 +55,15 @@ def test_cli_refuses_what_cannot_fit_and_names_the_fix():
 
 def test_auto_preset_without_a_gpu_refuses_a_paper_model(tmp_path):
     "Preset auto on a machine where torch sees no GPU stops Qwen3-8B before any data or weights load, in one line naming the fixes."
-    import time, torch
+    import torch
     if torch.cuda.is_available(): pytest.skip('a GPU is visible: preset auto trains with the paper preset')
-    t0, out = time.time(), tmp_path/'q8'
+    out = tmp_path/'q8'
     res = subprocess.run([sys.executable, '-m', 'caopd.train', '--model', 'Qwen3-8B', '--out', str(out)], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
+    # the one line is the refusal, not the hub's error: the tests run offline (conftest), so a run that reached for
+    # Qwen3-8B's tokenizer or weights before refusing would fail there instead; and it wrote no run folder
     assert res.returncode == 2 and res.stderr.count('\n') == 1 and 'Traceback' not in res.stderr, res.stderr[-3000:]
     assert all(s in res.stderr for s in ('no usable GPU', '--preset cpu', 'CUDA build')) and not out.exists()
-    assert time.time() - t0 < 120  # the imports only: about 10 s on two busy cores
     dry = subprocess.run([sys.executable, '-m', 'caopd.train', '--model', 'Qwen3-8B', '--out', str(out), '--dry_run', 'true'],
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert dry.returncode == 0 and '(paper preset' in dry.stdout and 'memory: ' in dry.stdout, dry.stderr[-3000:]

@@ -7,6 +7,17 @@ warnings.filterwarnings('ignore', category=FutureWarning)
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 4  # rollouts per prompt in these tests
+U = 2.0 ** -24  # float32's unit roundoff: each float32 addition is exact up to a relative error of at most U
+
+
+def reorder_bound(n:int) -> float:
+    """How far apart, relative to the sum, two float32 sums of the same `n` terms of one sign can be when they add them
+    in different orders (one process's batch against two processes' halves added by an all-reduce; another blocking of
+    a matrix product). Any order of the additions is within (n - 1) U sum|t| of the exact sum (Higham, *Accuracy and
+    Stability of Numerical Algorithms*, 2nd ed., section 4.2: gamma_{n-1} sum|t|, gamma_k = kU / (1 - kU)), so two
+    orders are within 2 gamma_{n-1} of each other."""
+    k = max(n, 1) - 1
+    return 2 * k * U / (1 - k * U)
 
 
 def tiny_model_dir(dest, seed:int=0) -> str:
@@ -59,13 +70,14 @@ class RecordBatches:
         batch = super()._prepare_training_batch(inputs)
         tok, B = self.processing_class, len(inputs)
         T = batch['completion_ids'].shape[1]
+        length = batch['prompt_ids'].shape[1] + T  # the padded student sequence: positions a gradient sums over
         start = self.accelerator.process_index * B
         records = getattr(self, 'records', [])
         for i, row in enumerate(inputs):
             n = int(batch['raw_completion_lengths'][i])
             tmask = batch['teacher_attention_mask'][i, :-T].bool()
             records.append(dict(step=self.state.global_step, index=start + i, id=row['id'],
-                                mu_hat=float(batch['mu_hat'][i]),
+                                mu_hat=float(batch['mu_hat'][i]), length=int(length),
                                 completion=tok.decode(batch['completion_ids'][i, :n]),
                                 teacher_prompt=tok.decode(batch['teacher_input_ids'][i, :-T][tmask])))
         self.records = records

@@ -36,7 +36,12 @@ def main():
     out = Path(a.out_dir); out.mkdir(parents=True, exist_ok=True)
     common = dict(use_cpu=True, bf16=False, gradient_checkpointing=False, report_to='none', disable_tqdm=True,
                   logging_steps=1, save_strategy='no', per_device_train_batch_size=a.per_device, num_generations=K,
-                  max_completion_length=8, max_steps=a.steps, seed=0, learning_rate=1e-3, warmup_steps=0)
+                  max_completion_length=8, max_steps=a.steps, seed=0, warmup_steps=0,
+                  # plain SGD: a step is lr x gradient, so the rounding of one gradient moves the next step's weights
+                  # by lr x that rounding. Adam's first step is lr x g / |g|: a weight whose gradient is zero up to
+                  # summation order steps +-lr on either run (tests/save_ranks_run.py saw it on CI), which no rounding
+                  # bound covers
+                  optim='sgd', learning_rate=1e-3)
     tasc = lambda **kw: CaOPDSDFTConfig(confidence_target='ta-sc', **kw)  # the reference: the group's scripted row 0
     # adaptive: a disagreeing prompt gets one more round of K, split over the processes (its scripts repeat the first's)
     adaptive = lambda config: lambda **kw: config(confidence_allocation='adaptive', num_confidence_rollouts=2 * K, **kw)
