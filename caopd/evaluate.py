@@ -429,15 +429,18 @@ def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoi
          dtype:str=None,  # transformers backend: 'bfloat16' or 'float32' (default: bfloat16 on a GPU, float32 on CPU)
         ):
     "Evaluate a model's accuracy and calibration on a task split and print the report."
-    started = math.floor(time.time()) - 1  # a file system may keep whole seconds only
+    def files() -> dict:  # what the folder holds, by content: whatever the clocks say
+        if not out or not Path(out).is_dir(): return {}
+        return {p.name: hashlib.sha256(p.read_bytes()).digest() for p in Path(out).iterdir() if p.is_file()}
+    before = files()
     records, report = evaluate(model, domain, split, limit, n_samples, temperature, top_p, max_new_tokens,
                                batch_size, out, data_dir, seed, backend=backend, base_url=base_url, workers=workers,
                                api_kwargs=json_object(api_kwargs, 'api_kwargs', '{"reasoning_effort": "low"}'), timeout=timeout,
                                max_retries=max_retries, tensor_parallel_size=tensor_parallel_size,
                                max_model_len=max_model_len, overwrite=overwrite, dtype=dtype)
     print(report_markdown(report, f'{model} on {domain}/{split} (n={report["n"]})'))
-    if out:  # what this evaluation wrote, not what the folder held before
-        wrote = sorted(p.name for p in Path(out).iterdir() if p.is_file() and p.stat().st_mtime >= started)
+    if out:  # what this evaluation wrote: the files that are new or changed, not what the folder held before
+        wrote = sorted(name for name, digest in files().items() if before.get(name) != digest)
         print(f"wrote {out}/: {', '.join(wrote)}")
     # nothing is returned (`caopd.cli.command`): the console script exits 0
 

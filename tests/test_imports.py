@@ -69,15 +69,6 @@ def test_modules_stay_small():
     assert not {m: n for m, n in sizes.items() if n >= MAX_LINES}, f"modules of {MAX_LINES}+ lines: split them"
 
 
-@pytest.mark.parametrize('command', ['caopd.train', 'caopd.evaluate'])
-def test_help_imports_neither_plotly_nor_pandas(command):
-    code = (f"import sys, runpy; sys.argv = ['{command}', '--help']\n"
-            f"try: runpy.run_module('{command}', run_name='__main__')\nexcept SystemExit: pass\n"
-            "print(sorted(m for m in ('plotly', 'pandas', 'torch', 'transformers', 'trl') if m in sys.modules))")
-    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
-    assert out.strip().splitlines()[-1] == '[]', out[-2000:]
-
-
 # Names that moved to their own modules (issue 31), importable from the old module for one release (CHANGELOG).
 MOVED = {
     ('runs', 'runfolder'): 'RunFolder is_run load_run RUN_IDENTITY OVERRIDES_NOT_IDENTITY REPLACED run_identity identity_diff '
