@@ -4,8 +4,9 @@
 
 # %% auto #0
 __all__ = ['BUDGET', 'SEED_METRICS', 'LEVEL_METRICS', 'budget_text', 'run_label', 'seed_runs', 'unfinished_runs',
-           'backbone_pairs', 'seed_records', 'pooled_report', 'start_label', 'seeds_table', 'levels_table',
-           'levels_figure', 'laptop_checks', 'seeds_summary', 'estimate_variants', 'rollout_costs', 'rollout_checks']
+           'backbone_pairs', 'seed_records', 'pooled_report', 'shared_start_label', 'start_label', 'seeds_table',
+           'levels_table', 'levels_figure', 'laptop_checks', 'seeds_summary', 'estimate_variants', 'rollout_costs',
+           'rollout_checks']
 
 # %% ../nbs/11b_seeds.ipynb #s002
 from pathlib import Path
@@ -39,8 +40,9 @@ def run_label(settings:Mapping, # a run's settings.json
     "A run group's name: the method's display name, its config overrides when it has any, and its budget when asked."
     m = settings.get('method')
     over = settings.get('trainer_overrides') or {}
-    return ', '.join([METHOD_NAMES.get(m, m), *(f'{k}={v}' for k, v in sorted(over.items())),
-                      *([budget_text(settings)] if budget else [])])
+    warm = settings.get('format_warmup')  # a warm-up other than the presets' ('value', or none) starts elsewhere: its own group
+    return ', '.join([METHOD_NAMES.get(m, m), *([f'format_warmup={warm}'] if warm not in (None, False, 'value') else []),
+                      *(f'{k}={v}' for k, v in sorted(over.items())), *([budget_text(settings)] if budget else [])])
 
 
 def _run_folders(runs_dir, domain:str, scale:str|None) -> list[tuple[Path, dict]]:
@@ -96,14 +98,14 @@ def unfinished_runs(runs_dir:str|Path, # folder searched recursively for run fol
 # %% ../nbs/11b_seeds.ipynb #s008a
 def backbone_pairs(groups:Mapping[str, Sequence], # `seed_runs(...)`
                   ) -> list[tuple[str, str]]:
-    "(CaOPD group, its backbone's group) for every CaOPD group whose backbone (SDFT, SDPO) was run too, without overrides and with the same budget."
+    "(CaOPD group, its backbone's group) for every CaOPD group whose backbone (SDFT, SDPO) was run too, without overrides, with the same budget and warm-up."
     first = {label: RunFolder(folders[0]).read_settings() for label, folders in groups.items()}
     out = []
     for label, s in first.items():
         m = s.get('method') or ''
         if not m.startswith('caopd-'): continue
         base = [b for b, t in first.items() if t.get('method') == m.removeprefix('caopd-') and not t.get('trainer_overrides')
-                and all(t.get(k) == s.get(k) for k in BUDGET)]
+                and all(t.get(k) == s.get(k) for k in (*BUDGET, 'format_warmup'))]  # the same start, the same budget
         if base: out.append((label, base[0]))
     return out
 
@@ -127,19 +129,26 @@ def pooled_report(records:Sequence[Mapping], # records of several runs, each wit
     return records_report(records, clusters=[r['seed'] for r in records], n_boot=n_boot)
 
 
-def _starts(groups:Mapping[str, Sequence]) -> list[Path]:
-    "The start's folder of each seed (the first group's that has the seed), after checking that every group of a seed started alike."
-    starts: dict[int, tuple[Path, list]] = {}  # seed -> (its first folder, what its evaluation before training said)
+def shared_start_label(label:str, # a group's `run_label`
+                      ) -> str:
+    "The start a group shares with the other groups of its seed: 'start', or 'start, format_warmup=graded' after another warm-up."
+    return ', '.join(['start', *(p for p in label.split(', ') if p.startswith('format_warmup='))])
+
+
+def _starts(groups:Mapping[str, Sequence]) -> dict[str, list[Path]]:
+    "{start: its folder for each seed (the first group's that has the seed)}, after checking that the groups of a start and seed started alike."
+    starts: dict[str, dict[int, tuple[Path, list]]] = {}  # start -> seed -> (its first folder, what it said before training)
     for label, folders in groups.items():
+        mine = starts.setdefault(shared_start_label(label), {})
         for f in folders:
             recs = seed_records(f, 'before')
             said = [(r['id'], r.get('sample', 0), r['correct'], r['confidence']) for r in recs]
-            first, first_said = starts.setdefault(recs[0]['seed'] if recs else 0, (Path(f), said))
+            first, first_said = mine.setdefault(recs[0]['seed'] if recs else 0, (Path(f), said))
             if said != first_said:
                 raise ValueError(f"{f} did not start where {first} did (their evaluations before training differ): "
                                  "the runs of one seed must share the warmed start; re-make one of them (or pass "
                                  "shared_start=False where runs of one seed do not share it, as on a GPU)")
-    return [starts[s][0] for s in sorted(starts)]
+    return {k: [v[s][0] for s in sorted(v)] for k, v in starts.items()}
 
 
 def start_label(label:str) -> str:
@@ -152,7 +161,8 @@ def seeds_table(groups:Mapping[str, Sequence], # `seed_runs(...)`
                 shared_start:bool=True, # the groups of a seed started from one warmed model ('start', checked); False: each group's own
                ) -> pd.DataFrame:
     "One row per method (its start first) and seed, and a pooled row ('all') per method with intervals over both."
-    parts = ([('start', _starts(groups), 'before'), *((k, v, 'after') for k, v in groups.items())] if shared_start else
+    parts = ([*((k, v, 'before') for k, v in _starts(groups).items()), *((k, v, 'after') for k, v in groups.items())]
+             if shared_start else
              [part for k, v in groups.items() for part in ((start_label(k), v, 'before'), (k, v, 'after'))])
     rows = []
     for label, folders, which in parts:
@@ -278,9 +288,9 @@ def seeds_summary(seeds:pd.DataFrame, # `seeds_table(...)`
     rows = []
     at = seeds.set_index(['method', 'seed'])
     after = levels[levels.stage == 'after']
-    groups = [m for m in seeds['method'].unique() if m != 'start' and not m.startswith(start_label(''))]
+    groups = [m for m in seeds['method'].unique() if not m.startswith('start')]
     for g in groups:
-        start = start_label(g) if start_label(g) in set(seeds['method']) else 'start'
+        start = start_label(g) if start_label(g) in set(seeds['method']) else shared_start_label(g)
         for seed in seeds.loc[seeds.method == g, 'seed']:
             a, b = at.loc[(g, seed)], at.loc[(start, seed)]
             arrow = lambda m: f'{_two(b[m])} -> {_two(a[m])}'
