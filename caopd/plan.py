@@ -108,7 +108,8 @@ def plan_text(row:dict) -> str:
     "`plan_row`'s row on one line: the plan against the node, and what makes it fit."
     fit = 'fits' if row['fits'] else f"does NOT fit; it would fit with {row['fix']}" if row['fix'] else \
         'does NOT fit, and no combination of up to three of the usual changes makes it fit'
-    return f"plan on {row['node']}: {row['gib']:.1f} of {row['capacity']:.1f} GiB per GPU, {fit}"
+    per = 'of RAM' if row['node'].endswith(' cpu') else 'per GPU'  # a CPU plan is against this machine's memory
+    return f"plan on {row['node']}: {row['gib']:.1f} of {row['capacity']:.1f} GiB {per}, {fit}"
 
 # %% ../nbs/12b_plan.ipynb #fbc2e61d
 NODES = {'1 x H100': ('H100', 1), '8 x H100': ('H100', 8), '1 x H200': ('H200', 1), "4 x H200 (the paper's)": ('H200', 4)}
