@@ -109,3 +109,19 @@ def test_an_earlier_runs_tables_are_not_left_beside(tmp_path):
     out = _run(tmp_path, reference='')
     assert not (out/'rollouts.csv').exists() and not (out/'rollout_checks.md').exists()
     assert (out/'notes.txt').read_text() == 'earlier\n' and (out/'seeds.csv').is_file()  # only its own outputs go
+
+
+def test_the_readme_graded_section_quotes_the_tables():
+    """README 'A graded confidence on a laptop' (issue 30, item 3): its table lines are lines of the committed
+    figures/arithmetic tables, and every number its prose gives is in them."""
+    readme = (ROOT/'README.md').read_text()
+    start = readme.index('\n## A graded confidence on a laptop (ours)\n')
+    section = readme[start:readme.index('\n## ', start + 1)]
+    tables = {line for p in sorted(COMMITTED.glob('*.md')) for line in p.read_text().splitlines()}
+    rows = [line for line in section.splitlines() if line.startswith('|')]
+    assert len(rows) >= 8 and any('format_warmup=graded' in r for r in rows), rows
+    assert not [r for r in rows if r not in tables], 'a table line of the section is not in figures/arithmetic/*.md'
+    prose = '\n'.join(line for line in section.splitlines() if not line.startswith('|'))
+    numbers = re.findall(r'(?<![\d.])-?[01]\.\d\d(?!\d|\.\d)', prose) + re.findall(r'\[-?[01]\.\d\d, -?[01]\.\d\d\]', prose)
+    text = '\n'.join(tables)
+    assert not sorted({n for n in numbers if n not in text}), 'the prose gives numbers no committed table holds'
