@@ -110,16 +110,46 @@ def _ece(c:np.ndarray, y:np.ndarray, n_bins:int) -> float:
     return float(np.abs(sum_y - sum_c).sum() / len(c))
 
 # %% ../nbs/03_metrics.ipynb #c020
-def _pair_counts(c:np.ndarray, y:np.ndarray) -> tuple:
-    "`(wins, ties, pairs)` over all (correct, incorrect) pairs: counts of c+ > c-, of c+ == c-, and n+ * n-."
-    pos, neg = np.sort(c[y]), np.sort(c[~y])
-    lo = np.searchsorted(neg, pos, side='left')
-    hi = np.searchsorted(neg, pos, side='right')
-    return int(lo.sum()), int((hi - lo).sum()), len(pos) * len(neg)
+def _tie_blocks(c:np.ndarray, # (n,) checked confidences
+                order:np.ndarray|None=None, # indices that already sort `c` highest first (e.g. `_kept`); None: sort
+               ) -> tuple:
+    "`(order, starts)`: indices sorting `c` by confidence, highest first, and where each run of equal confidences starts."
+    # no metric reads the order inside a tie block (each sums over whole blocks), so numpy's default sort, not a stable
+    # one, and ascending reversed (no negated copy): half the time of `argsort(-c, kind='stable')` on a million values
+    if order is None: order = np.argsort(c)[::-1]
+    cs = c[order]
+    return order, np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if len(c) else np.zeros(0, np.int64)
+
+def _kept(order:np.ndarray, # indices sorting some responses, highest confidence first
+          keep:np.ndarray, # (n,) bool: the responses of the subset
+         ) -> np.ndarray:
+    "The same ranking restricted to the responses `keep` marks, as indices into the subset (`c[keep]`): no second sort."
+    return (np.cumsum(keep) - 1)[order[keep[order]]]
+
+def _block_counts(w:np.ndarray|None, # (B, n) whole-number weights, one row per resample; None: each response once
+                  y:np.ndarray, # (n,) bool correctness
+                  ranked:tuple, # `(order, starts)` of `_tie_blocks`
+                 ) -> tuple:
+    "`(P, N)`: the weight of the correct and of the incorrect responses of each tie block, highest first, shape (B, blocks)."
+    order, starts = ranked
+    yo = y[order]
+    if w is None:
+        P = np.add.reduceat(yo.astype(np.int64), starts)[None]
+        return P, np.diff(np.r_[starts, len(yo)])[None] - P
+    wo = np.rint(w[:, order]).astype(np.int64)  # whole responses (the bootstrap's counts)
+    return np.add.reduceat(wo * yo, starts, axis=1), np.add.reduceat(wo * ~yo, starts, axis=1)
+
+def _pair_counts(P:np.ndarray, # (B, blocks) weight of the correct responses per tie block, highest confidence first
+                 N:np.ndarray, # (B, blocks) weight of the incorrect ones
+                ) -> tuple:
+    "`(wins, ties, pairs)` per row over all (correct, incorrect) pairs: c+ > c-, c+ == c-, and n+ * n-."
+    below = N.sum(1, keepdims=True) - np.cumsum(N, 1)  # the incorrect weight in the blocks of lower confidence
+    return (P * below).sum(1), (P * N).sum(1), P.sum(1) * N.sum(1)
 
 def _spr_auroc(c:np.ndarray, y:np.ndarray) -> tuple:
     "`(SPR, AUROC)` of checked arrays; NaN when there is no (correct, incorrect) pair."
-    wins, ties, pairs = _pair_counts(c, y)
+    if len(c) == 0: return math.nan, math.nan
+    wins, ties, pairs = (int(v[0]) for v in _pair_counts(*_block_counts(None, y, _tie_blocks(c))))
     if pairs == 0: return math.nan, math.nan
     return wins / pairs, (wins + 0.5 * ties) / pairs
 
@@ -165,36 +195,31 @@ def auroc(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing
 
 # %% ../nbs/03_metrics.ipynb #sel02
 SELECTIVE_METRICS = ('aurc', 'aurc_oracle', 'aurc_random')  # the report's keys: AURC of the confidence, oracle, random
+_RANKED_METRICS = ('spr', 'auroc', *SELECTIVE_METRICS)  # the metrics read from the ranking (`_ranked_metrics`)
 
 def _harmonic(n:int) -> np.ndarray:
     "H[k] = 1 + 1/2 + ... + 1/k for k = 0..n (H[0] = 0)."
     return np.concatenate([[0.0], np.cumsum(1.0 / np.arange(1, n + 1))])
 
-def _tie_blocks(c:np.ndarray) -> tuple:
-    "`(order, starts)`: indices sorting `c` by confidence, highest first, and where each run of equal confidences starts."
-    order = np.argsort(-c, kind='stable')
-    cs = c[order]
-    return order, np.flatnonzero(np.r_[True, cs[1:] != cs[:-1]]) if len(c) else np.zeros(0, np.int64)
-
-def _selective_weighted(w:np.ndarray, # (B, n) whole-number weights: how often each response is drawn, one row per resample
-                        c:np.ndarray, # (n,) confidences, missing ones filled
-                        y:np.ndarray, # (n,) bool correctness
-                       ) -> dict:
-    "AURC of the confidence ranking (ties in expectation), of the oracle and of a random ranking: arrays of shape (B,)."
-    if len(c) == 0: return {k: np.full(len(w), math.nan) for k in SELECTIVE_METRICS}
-    w = np.rint(w).astype(np.int64)  # counts: the harmonic sums need whole responses
-    order, starts = _tie_blocks(c)
-    wo = w[:, order]
-    err = wo * ~y[order]
-    N, E = w.sum(1), err.sum(1)
+def _ranked_metrics(w:np.ndarray|None, # (B, n) whole-number weights: how often each response is drawn; None: once each
+                    c:np.ndarray, # (n,) confidences, missing ones filled
+                    y:np.ndarray, # (n,) bool correctness
+                    ranked:tuple|None=None, # `_tie_blocks(c)` when already computed; None: sort here
+                   ) -> dict:
+    "SPR, AUROC and the AURCs of the confidence (ties in expectation), the oracle and a random ranking: arrays (B,)."
+    if len(c) == 0: return {k: np.full(1 if w is None else len(w), math.nan) for k in _RANKED_METRICS}
+    P, Eb = _block_counts(w, y, _tie_blocks(c) if ranked is None else ranked)  # right and wrong, per tie block
+    wins, ties, pairs = _pair_counts(P, Eb)
+    Wb = P + Eb
+    N, E = Wb.sum(1), Eb.sum(1)
     H = _harmonic(int(N.max()))
-    Wb, Eb = np.add.reduceat(wo, starts, axis=1), np.add.reduceat(err, starts, axis=1)  # (B, blocks)
     N0, E0 = np.cumsum(Wb, 1) - Wb, np.cumsum(Eb, 1) - Eb  # answered, and wrong, before each block
     dH = H[N0 + Wb] - H[N0]  # sum of 1/k over the block's coverages k = N0+1 .. N0+W
-    P = N - E
-    with np.errstate(invalid='ignore', divide='ignore'):  # an empty resample (N = 0) gives NaN
+    R = N - E
+    with np.errstate(invalid='ignore', divide='ignore'):  # no (correct, incorrect) pair, or an empty resample: NaN
         area = E0 * dH + np.where(Wb > 0, Eb / np.maximum(Wb, 1) * (Wb - N0 * dH), 0.0)
-        return dict(aurc=area.sum(1) / N, aurc_oracle=((N - P) - P * (H[N] - H[P])) / N, aurc_random=E / N)
+        return dict(spr=wins / pairs, auroc=(wins + 0.5 * ties) / pairs, aurc=area.sum(1) / N,
+                    aurc_oracle=((N - R) - R * (H[N] - H[R])) / N, aurc_random=E / N)
 
 # %% ../nbs/03_metrics.ipynb #sel03
 def risk_coverage(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing
@@ -223,7 +248,7 @@ def aurc(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing
         ) -> float:
     "AURC: the mean risk of the answered responses over coverages 1/n, 2/n, ..., 1 (lower is better; NaN when empty)."
     c, y, _ = _prepare(confidence, correct, missing)
-    return float(_selective_weighted(np.ones((1, len(c))), c, y)['aurc'][0])
+    return float(_ranked_metrics(None, c, y)['aurc'][0])
 
 # %% ../nbs/03_metrics.ipynb #c022
 METRICS = ('accuracy', 'ece', 'brier', 'ocg', 'spr', 'auroc', 'mean_confidence', 'format_adherence',  # over all responses
@@ -240,14 +265,15 @@ METRIC_NAMES = dict(accuracy='Accuracy', ece='ECE', brier='Brier score', ocg='OC
                     aurc_oracle='AURC, oracle ranking', aurc_random='AURC, random ranking', graded='Graded share (0 < c < 1)', n='Samples',
                     n_distinct='Distinct stated values')
 
-def _point_metrics(c:np.ndarray, y:np.ndarray, n_bins:int) -> dict:
+def _point_metrics(c:np.ndarray, y:np.ndarray, n_bins:int,
+                   ranked:tuple|None=None, # `_tie_blocks(c)` when already computed; None: sort here
+                  ) -> dict:
     "Every metric of `SUBSET_METRICS` of checked arrays (NaN when empty)."
     if len(c) == 0: return dict.fromkeys(SUBSET_METRICS, math.nan)
     acc, conf = float(y.mean()), float(c.mean())
-    spr, auc = _spr_auroc(c, y)
+    r = {k: float(v[0]) for k, v in _ranked_metrics(None, c, y, ranked).items()}
     return dict(accuracy=acc, ece=_ece(c, y, n_bins), brier=float(np.mean((c - y) ** 2)), ocg=conf - acc,
-                spr=spr, auroc=auc, mean_confidence=conf,
-                **{k: float(v[0]) for k, v in _selective_weighted(np.ones((1, len(c))), c, y).items()},
+                spr=r['spr'], auroc=r['auroc'], mean_confidence=conf, **{k: r[k] for k in SELECTIVE_METRICS},
                 graded=float(np.mean((c > 0) & (c < 1))))
 
 def calibration_report(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing
@@ -263,9 +289,11 @@ def calibration_report(confidence:Sequence, # confidences in [0, 1]; None or NaN
     "Every metric of the paper's tables, over all responses and over those that stated a confidence, with intervals."
     c, y, parsed = _prepare(confidence, correct, missing)
     n_bins, n = _check_bins(n_bins), len(c)
-    rep = dict(_point_metrics(c, y, n_bins), format_adherence=float(parsed.mean()) if n else math.nan, n=n)
-    rep.update({f'{k}_stated': v for k, v in _point_metrics(c[parsed], y[parsed], n_bins).items()})
-    rep['n_stated'], rep['n_distinct'] = int(parsed.sum()), int(np.unique(c[parsed]).size)
+    ranked = _tie_blocks(c)  # the pass's one sort: the stated responses keep their places in it
+    stated = _tie_blocks(c[parsed], _kept(ranked[0], parsed))
+    rep = dict(_point_metrics(c, y, n_bins, ranked), format_adherence=float(parsed.mean()) if n else math.nan, n=n)
+    rep.update({f'{k}_stated': v for k, v in _point_metrics(c[parsed], y[parsed], n_bins, stated).items()})
+    rep['n_stated'], rep['n_distinct'] = int(parsed.sum()), len(stated[1])  # a tie block per distinct stated value
     if n_boot is None: n_boot = 0 if groups is None and clusters is None else 1000
     if n_boot or groups is not None: rep.update(_intervals(c, y, parsed, groups, n_boot, level, seed, n_bins, None, clusters))
     else: rep.update(dict.fromkeys(INTERVAL_KEYS, math.nan))
@@ -285,30 +313,23 @@ def _group_index(groups, # the prompt id of each response (hashable), or None: e
     except TypeError: raise ValueError("groups must hold hashable prompt ids (str or int), one per response") from None
 
 # %% ../nbs/03_metrics.ipynb #m012
-def _weighted_metrics(w:np.ndarray, # (B, n) weights: how often each response is drawn, one row per resample
+def _weighted_metrics(w:np.ndarray, # (B, n) whole-number weights: how often each response is drawn, one row per resample
                       c:np.ndarray, # (n,) confidences, missing ones filled
                       y:np.ndarray, # (n,) bool correctness
                       n_bins:int, # number of equal-width bins for ECE
+                      ranked:tuple|None=None, # `_tie_blocks(c)` when already computed; None: sort here
                      ) -> dict:
     "The point metrics of `_point_metrics` for `B` weighted copies of the responses at once: arrays of shape (B,)."
     yf = y.astype(np.float64)
     gap = np.zeros((len(c), n_bins))
     gap[np.arange(len(c)), _bin_index(c, n_bins)] = yf - c
-    order = np.argsort(c, kind='stable')
-    cs, ws, ys = c[order], w[:, order], y[order]
-    neg = np.zeros((len(w), len(c) + 1))
-    np.cumsum(ws * ~ys, axis=1, out=neg[:, 1:])  # neg[:, j]: weight of the incorrect responses among the j lowest
-    p = np.flatnonzero(ys)
-    lo, hi = np.searchsorted(cs, cs[p], 'left'), np.searchsorted(cs, cs[p], 'right')
-    wp = ws[:, p]
+    r = _ranked_metrics(w, c, y, ranked)
     with np.errstate(invalid='ignore', divide='ignore'):
         tot = w.sum(1)
         acc, conf = w @ yf / tot, w @ c / tot
-        wins, ties = (wp * neg[:, lo]).sum(1), (wp * (neg[:, hi] - neg[:, lo])).sum(1)
-        pairs = wp.sum(1) * neg[:, -1]
         return dict(accuracy=acc, ece=np.abs(w @ gap).sum(1) / tot, brier=w @ (c - yf) ** 2 / tot, ocg=conf - acc,
-                    spr=wins / pairs, auroc=(wins + 0.5 * ties) / pairs, mean_confidence=conf,
-                    **_selective_weighted(w, c, y), graded=w @ ((c > 0) & (c < 1)) / tot)
+                    spr=r['spr'], auroc=r['auroc'], mean_confidence=conf, **{k: r[k] for k in SELECTIVE_METRICS},
+                    graded=w @ ((c > 0) & (c < 1)) / tot)
 
 # %% ../nbs/03_metrics.ipynb #m015
 def bootstrap_weights(g:np.ndarray, # (n,) group of each response, 0..G-1 (`_group_index`)
@@ -347,12 +368,13 @@ def _bootstrap_replicates(c:np.ndarray, # (n,) confidences, missing ones filled
                          ) -> dict:
     "Every metric of `INTERVAL_METRICS` on `n_boot` resamples of the groups (drawn with replacement): arrays of shape (n_boot,)."
     if len(g) == 0 or n_boot == 0: return {k: np.full(n_boot, math.nan) for k in INTERVAL_METRICS}
-    pf, c_stated = parsed.astype(np.float64), np.where(parsed, c, 0.0)
+    pf, ranked = parsed.astype(np.float64), _tie_blocks(c)  # one sort for every resample and both subsets
     parts = []
     for w in bootstrap_weights(g, n_boot, seed, clusters):
-        part = _weighted_metrics(w, c, y, n_bins)
+        part = _weighted_metrics(w, c, y, n_bins, ranked)
         part['format_adherence'] = w @ pf / w.sum(1)
-        part.update({f'{k}_stated': v for k, v in _weighted_metrics(w * pf, c_stated, y, n_bins).items()})
+        # the stated subset: a response without a confidence weighs 0, so the ranking of all responses serves it too
+        part.update({f'{k}_stated': v for k, v in _weighted_metrics(w * pf, c, y, n_bins, ranked).items()})
         parts.append(part)
     return {k: np.concatenate([p[k] for p in parts]) for k in INTERVAL_METRICS}
 

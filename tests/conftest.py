@@ -14,6 +14,9 @@ os.environ.setdefault('CAOPD_OFFLINE', '1')
 os.environ.setdefault('CAOPD_PNG', '0')
 # notebooks that save into figures/ (the theory notebook) write into a temporary folder instead: tests leave the tree alone
 os.environ.setdefault('CAOPD_FIGURES_DIR', tempfile.mkdtemp(prefix='caopd_figures_'))
+# hypothesis keeps its caches (constants, unicode data) in .hypothesis/ under the working folder, nbs/ for a notebook:
+# under test they go to a temporary folder, so the lesson cells that use it leave nothing in the checkout
+os.environ.setdefault('HYPOTHESIS_STORAGE_DIRECTORY', tempfile.mkdtemp(prefix='caopd_hypothesis_'))
 
 
 def pytest_configure(config):
