@@ -17,7 +17,7 @@ from .provenance import environment_record
 from .runfolder import RunMismatchError
 from .verifiers import answer_letter, extract_answer, verify
 
-_log = logging.getLogger(__name__)  # the library's messages: caopd/__init__.py shows them, logging silences them
+_log = logging.getLogger('caopd.evaluate')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
 
 # Moved to their own modules (CHANGELOG, Unreleased): importable from here too for one release
 from .generation import GENERATE_TOP_K, OPENAI_PREFIX, DEFAULT_OPENAI_URL, API_RETRY_DELAY, openai_client

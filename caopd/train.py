@@ -12,7 +12,7 @@ from .arguments import RunArguments, cli_args, parse_args, recipe_path, resolve_
 from .plan import check_plan, run_memory_plan, server_plan
 from .runfolder import RunFolder
 
-_log = logging.getLogger(__name__)  # the library's messages: caopd/__init__.py shows them, logging silences them
+_log = logging.getLogger('caopd.train')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
 
 # Moved to their own modules (CHANGELOG, Unreleased): importable from here too for one release
 from .arguments import (PRESETS, ROLLOUT_SAMPLING, PAPER_NODE_GPUS, OFF, DTYPES, RUN_RULES, RECIPE_ENV, check_run,
