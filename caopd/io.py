@@ -84,11 +84,12 @@ def markdown_cell(v, # any value
 def markdown_table(rows, # a pandas DataFrame, or rows (each a sequence of cells) under `header`
                    floatfmt:str='.3f', # format of float cells
                    header=None, # the column names (None: the DataFrame's columns)
-                   right=None, # the columns aligned right, by name (None: those whose cells are all numbers)
+                   right=None, # columns aligned right, by name (None: a DataFrame's numeric ones, else those of numbers only)
                   ) -> str:
     "A GitHub Markdown table, every cell written by `markdown_cell`; ends with a line break."
     if header is None:
         if not hasattr(rows, 'columns'): raise TypeError("markdown_table: pass `header` with rows that are not a DataFrame")
+        if right is None: right = [c for c in rows.columns if rows[c].dtype.kind in 'biufc']  # a DataFrame's numeric columns
         header, rows = list(rows.columns), rows.itertuples(index=False)
     header, rows = list(header), [list(r) for r in rows]
     if any(len(r) != len(header) for r in rows):
