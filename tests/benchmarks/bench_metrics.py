@@ -10,7 +10,7 @@ old and the new kernels alternate, best of `--repeat` each), and checks nothing 
 - **The previous kernels** (`PreviousKernels` below, copied from caopd/metrics.py as of commit cfafdd5, kept here only
   as the reference): SPR and AUROC sorted each class apart and looked every correct confidence up among the incorrect
   ones (`searchsorted`), AURC sorted all of them again, the stated subset did both once more and `np.unique` sorted its
-  values for `n_distinct`: six sorts a report, two more per bootstrap chunk and subset. The report now sorts once and
+  values for `n_distinct`: seven sorts a report, and two per bootstrap chunk and subset. The report now sorts once and
   reads SPR, AUROC and the AURCs from the same tie blocks (issue 31, item 5). Their reports must agree to 1e-12.
 - **The naive reference** (Python loops: per-response ECE/Brier/means, all (correct, incorrect) pairs for SPR/AUROC)
   is timed on `--naive-n` responses and extrapolated to `--n`: linearly for its per-response part, quadratically for
@@ -192,7 +192,7 @@ def main():
     print("## The report against its previous kernels (no intervals)\n")
     conf, correct = make_data(args.n)
     cont = np.where(np.isnan(conf), np.nan, np.random.default_rng(2).random(args.n))
-    print("| data | previous kernels (6 sorts), ms | one sort, ms | ratio previous / now | largest difference |")
+    print("| data | previous kernels (7 sorts), ms | one sort, ms | ratio previous / now | largest difference |")
     print("|---|---|---|---|---|")
     for name, c in ((f"n = {args.n:,}, 0.01 grid (101 values), 5% missing", conf),
                     (f"n = {args.n:,}, continuous (no ties), 5% missing", cont)):
