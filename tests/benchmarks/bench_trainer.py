@@ -7,6 +7,10 @@ with other jobs (its warm-up 370 s), which slows both trainers alike:
     .ci/env python tests/benchmarks/bench_trainer.py > tests/benchmarks/bench_trainer.txt
     .ci/env python tests/benchmarks/bench_trainer.py --start RUN/warmup/checkpoint   # a warmed start you already have
 
+On a GPU it trains as `caopd.train` does there (bf16 mixed precision, cuDNN's SDPA off where `caopd.guards` switches
+it off); `bench_trainer_h200.txt` is one H200's run (`--prompts 8 --k 8 --steps 4 --rounds 4`, from `tests/gpu/checks.sh`'s
+machine; figures/gpu-checks/2026-11-26-h200-1fd45a6/README.md says what it shows).
+
 A script, not a pytest test: it prints seconds and completion tokens per step and RATIOS measured within this one run
 (the machine may be busy), never asserting a time; the paper says CaOPD's cost is "nearly indistinguishable" from its
 backbone's (target <= 1.05).
@@ -91,7 +95,8 @@ def instrument(trainer):
 
 def build(method:str, caopd:bool, model:str, tok, dataset, a, out:str):
     "A CaOPD trainer or its backbone, configured alike (the cpu preset's rollout sampling and completion length)."
-    common = dict(output_dir=out, use_cpu=True, bf16=False, gradient_checkpointing=False, report_to='none',
+    gpu = torch.cuda.is_available()  # as caopd.train runs: bf16 mixed precision on a GPU, float32 on CPU
+    common = dict(output_dir=out, use_cpu=not gpu, bf16=gpu, gradient_checkpointing=False, report_to='none',
                   disable_tqdm=True, logging_steps=1, save_strategy='no', per_device_train_batch_size=a.prompts * a.k,
                   num_generations=a.k, max_completion_length=a.max_completion_length, max_steps=a.steps + a.warmup,
                   seed=0, learning_rate=0.0, warmup_steps=0, distillation_mode='topk_logits', distillation_topk=100,
@@ -174,6 +179,10 @@ def main():
     p.add_argument('--max-completion-length', type=int, default=64)
     a = p.parse_args()
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
+    from caopd.guards import guard_attention
+    attention = guard_attention()  # cuDNN's SDPA off where it returns NaN gradients, as caopd.train does (both trainers)
+    device = (f"{torch.cuda.get_device_name()} (bf16, cuDNN SDPA {'off' if attention['cudnn_sdpa_switched_off'] else 'on'})"
+              if torch.cuda.is_available() else f'CPU, torch threads {torch.get_num_threads()}')
     tmp = tempfile.mkdtemp(prefix='bench_trainer_')
     t0 = time.time()
     if a.model == 'embedded': model, rows, start = warm_start(tmp, a)
@@ -184,8 +193,8 @@ def main():
     dataset = rows.select(range(a.prompts * (a.steps + a.warmup)))
     print(start)
     print(f'{a.prompts} integer-addition training prompts x K={a.k} rollouts of <= {a.max_completion_length} tokens per '
-          f'step, {a.rounds} runs of {a.warmup}+{a.steps} steps per trainer (the first {a.warmup} dropped), '
-          f'torch threads {torch.get_num_threads()}\n', flush=True)
+          f'step, {a.rounds} runs of {a.warmup}+{a.steps} steps per trainer (the first {a.warmup} dropped), on {device}\n',
+          flush=True)
     print('| method | backbone s/step | CaOPD s/step | ratio | CPU-time ratio | completion tokens/step: backbone | '
           'CaOPD | tokens ratio | s/token ratio | CaOPD own s/step | own/backbone | same rollouts |')
     print('|---|---|---|---|---|---|---|---|---|---|---|---|')

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 29 (item 10), as one script for a bare GPU machine staged by ../shared/gpu/stage.sh; writes
+# The GPU checks of issue 29 (item 10) and the step benchmark of issue 31 (item 5), as one script for a bare GPU machine staged by ../shared/gpu/stage.sh; writes
 # everything under $OUT (default runs/gpu-checks). Each part is timed and kept going if another fails.
 set -uo pipefail
 OUT=${OUT:-runs/gpu-checks}; mkdir -p "$OUT"
@@ -25,7 +25,11 @@ cfg = Qwen3Config(vocab_size=len(tok), hidden_size=1024, intermediate_size=3072,
 torch.manual_seed(0); Qwen3ForCausalLM(cfg).save_pretrained(sys.argv[1]); tok.save_pretrained(sys.argv[1])
 PY
 t smoke python3 -m caopd.smoke --out "$OUT/smoke" --model "$OUT/qwen3-176m" --use_vllm false --max_completion_length 256
+# 5. CaOPD's time per step against its TRL backbone on the GPU (bf16), from the warmed start, tokens per step beside it
+t bench_trainer sh -c 'python3 tests/benchmarks/bench_trainer.py --prompts 8 --k 8 --steps 4 --rounds 2 > "$1"' _ "$OUT/bench_trainer.txt"
 rm -rf "$OUT/qwen3-176m" "$OUT"/*/checkpoint "$OUT"/*/trainer "$OUT"/*/warmup/checkpoint "$OUT"/*/warmup/trainer "$OUT/smoke"/*/checkpoint "$OUT/smoke"/*/trainer "$OUT/smoke"/*/warmup "$OUT/smoke/tiny-model" 2>/dev/null
-# what comes back in one file: every run folder without weights
-tar czf "$OUT.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")" && mv "$OUT.tgz" "$OUT/runs.tgz"
-cat "$OUT/summary.txt"
+# what comes back in few files (the device tool returns at most 8): every log and run folder, without weights, in one
+# archive; beside it the summary, the machine and the benchmark's table
+tar czf "/tmp/runs.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")" && mv /tmp/runs.tgz "$OUT/runs.tgz"
+find "$OUT" -mindepth 1 -maxdepth 1 ! -name runs.tgz ! -name summary.txt ! -name machine.txt ! -name bench_trainer.txt -exec rm -rf {} +
+cat "$OUT/summary.txt" "$OUT/bench_trainer.txt"
