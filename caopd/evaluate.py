@@ -4,9 +4,11 @@
 
 # %% ../nbs/09_evaluate.ipynb #c002
 from __future__ import annotations
-import hashlib, json, logging, math, os, sys, time
+import hashlib, json, logging, math, sys, time
 from pathlib import Path
-from .io import atomic_write, markdown_table, read_jsonl, write_json, write_jsonl as _write_jsonl
+from .io import atomic_write, markdown_table, read_jsonl, write_json
+from .io import append_jsonl as append_jsonl_, write_jsonl as write_jsonl_  # beside the deprecated names here
+import warnings
 from .cli import Refusal, command, integer, json_object, named, nonempty, one_of, real
 from .confidence import parse_confidence
 from .data import PAPER_DOMAINS, check_domain, load_domain
@@ -55,16 +57,16 @@ def score_completions(rows,  # dataset rows with `id`, `answer` and `prompt` (a 
 
 # %% ../nbs/09_evaluate.ipynb #c031
 def write_jsonl(records:list[dict], path):
-    "Write `records` as JSON lines to `path`, whole or not at all (`caopd.io.write_jsonl`, which takes the path first)."
-    return _write_jsonl(path, records)
+    "Deprecated (goes in the next release): `caopd.io.write_jsonl(path, records)`, which takes the path first."
+    warnings.warn("caopd.evaluate.write_jsonl(records, path) is deprecated: use caopd.io.write_jsonl(path, records)",
+                  DeprecationWarning, stacklevel=2)
+    return write_jsonl_(path, records)
 
 def append_jsonl(records:list[dict], path):
-    "Append `records` as JSON lines to `path`, flushed to disk before returning."
-    path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, 'a', encoding='utf-8') as f:
-        f.write(''.join(json.dumps(r, ensure_ascii=False) + '\n' for r in records))
-        f.flush(); os.fsync(f.fileno())
-    return path
+    "Deprecated (goes in the next release): `caopd.io.append_jsonl(path, records)`, which takes the path first."
+    warnings.warn("caopd.evaluate.append_jsonl(records, path) is deprecated: use caopd.io.append_jsonl(path, records)",
+                  DeprecationWarning, stacklevel=2)
+    return append_jsonl_(path, records)
 
 # %% ../nbs/09_evaluate.ipynb #c032
 def _fmt(v) -> str:
@@ -264,7 +266,7 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     new = []
     def keep(recs):  # every finished sample goes to disk at once
         new.extend(recs)
-        if out is not None and recs: append_jsonl(recs, Path(out)/'records.jsonl')
+        if out is not None and recs: append_jsonl_(Path(out)/'records.jsonl', recs)
     def keep_prompt(k, samples): keep([score_completion(rows_list[k], j, samples[j], domain) for j in missing[k]])
     t0 = time.time()
     try:
@@ -321,7 +323,7 @@ def write_run(out,  # the run folder
     from caopd.figures import confidence_histogram, reliability_diagram, risk_coverage_curves
     from caopd.saving import save_figure  # plotly: only here
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(records, out/'records.jsonl')
+    write_jsonl_(out/'records.jsonl', records)
     key = breakdown_key(records, settings['domain']) if settings.get('domain') else None
     by = dict(key=key, groups=breakdown(records, key)) if key else None
     write_json(out/'report.json', dict(settings=settings, report=report, breakdown=by))
