@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from trainer_helpers import K, chemistry_rows, sdft_trainer, tiny_model_dir
+from trainer_helpers import chemistry_rows, sdft_trainer, tiny_model_dir
 
 # Each process of a two-process run (torchrun) runs the training stage's warm-up (`caopd.train.warmup_stage`, which calls
 # `caopd.warmup.format_warmup`) and records every write of the warm-up's two files it makes: an opening for writing of

@@ -1,7 +1,7 @@
 """The console scripts as users type them: the README's evaluation end to end on a tiny model and the fixtures (the
 embedded model is exercised by the slow cells), and issue 21's inputs: one-line refusals with exit status 2 that write
 nothing, one flag rule for every command, --help that imports no model library, and grid commands that work when pasted."""
-import json, os, shlex, subprocess, sys
+import json, os, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -64,7 +64,7 @@ def _scripted_cli(args, url, tmp_path):
 def test_evaluate_cli_api_flags_and_resume_guard(tmp_path):
     "--workers, --timeout, --max_retries, --api_kwargs reach the API and report.json; a rerun with other settings is refused."
     from caopd.data import load_domain
-    from caopd.evaluate import ScriptedAPI
+    from caopd.testing import ScriptedAPI
     rows = load_domain('chemistry', 'test', data_dir=ROOT/'data'/'fixtures')
     script = {r['prompt'][-1]['content']: [f"<answer>{r['answer']}</answer>\nConfidence: 0.8", 'no idea'] for r in rows}
     out = tmp_path/'api'
@@ -159,7 +159,7 @@ def test_train_unknown_flag_and_recipe_key_are_refused_alike(tmp_path):
 
 def test_train_recipe_env_sets_only_the_variables_caopd_knows(tmp_path, monkeypatch):
     "A recipe's env: sets only caopd.train.RECIPE_ENV; any other variable is refused by name (exit 2, one line) and none is set."
-    from caopd.train import parse_args
+    from caopd.arguments import parse_args
     recipe = tmp_path/'r.yaml'
     recipe.write_text('method: caopd-sdft\nenv:\n  CAOPD_CACHE: /tmp/set-by-the-recipe\n  NCCL_BUFFSIZE: 1\n')
     res = _run('caopd-train', '--config', recipe, '--preset', 'cpu', '--dry_run', '--out', tmp_path/'run')
@@ -170,7 +170,7 @@ def test_train_recipe_env_sets_only_the_variables_caopd_knows(tmp_path, monkeypa
     assert os.environ['CAOPD_CACHE'] == os.environ['NCCL_BUFFSIZE'] == 'before'  # neither set, not even the known one
     recipe.write_text('method: caopd-sdft\nenv:\n  CAOPD_CACHE: /tmp/set-by-the-recipe\n')
     parse_args(['--config', str(recipe), '--out', str(tmp_path/'run')])
-    from caopd.train import RECIPE_ENV
+    from caopd.arguments import RECIPE_ENV
     assert os.environ['CAOPD_CACHE'] == '/tmp/set-by-the-recipe' and 'CAOPD_CACHE' in RECIPE_ENV
 
 def test_train_refusal_of_the_method_config_comes_before_any_data(tmp_path):

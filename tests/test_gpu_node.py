@@ -1,6 +1,6 @@
 """A GPU user's first hour (issue 'A GPU user's first hour'), on this CPU machine: the node is a stand-in, torch answering
 as a node of one or several H100s would. Each refusal is one line, before any file of the run is written."""
-import json, subprocess, sys
+import subprocess, sys
 from types import SimpleNamespace
 
 import pytest

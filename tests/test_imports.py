@@ -3,7 +3,7 @@
 The graph is read from the sources (every `import`/`from ... import` of a caopd module anywhere in a file, relative or
 absolute), not from what one run happens to import, so a lazy import that would close a circle fails here before it
 fails for a user on the path that reaches it."""
-import ast, subprocess, sys
+import ast
 from pathlib import Path
 
 import pytest
@@ -116,6 +116,29 @@ def test_moved_names_work_from_both_places_and_the_changelog_says_where(old, new
     for name in MOVED[old, new].split():
         assert getattr(importlib.import_module(f'caopd.{old}'), name) is getattr(importlib.import_module(f'caopd.{new}'), name)
         assert f'`{name}`' in entry, f'CHANGELOG.md does not say that caopd.{old}.{name} moved to caopd.{new}'
+
+
+def old_path_imports(text:str) -> list[str]:
+    "'caopd.<old>.<name> (now caopd.<new>)' for each `from caopd.<old> import <name>` in `text` of a name that moved."
+    moved = {(old, name): new for (old, new), names in MOVED.items() for name in names.split()}
+    try: tree = ast.parse(text)
+    except SyntaxError: return []  # a notebook cell with IPython magics
+    return [f'caopd.{node.module[6:]}.{a.name} (now caopd.{moved[node.module[6:], a.name]})' for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and (node.module or '').startswith('caopd.')
+            for a in node.names if (node.module[6:], a.name) in moved]
+
+
+def test_our_code_imports_moved_names_from_their_new_module():
+    "Tests, benchmarks and notebooks import each moved name from where it lives now, so the old paths can go next release."
+    import json
+    root = PACKAGE.parent
+    texts = {str(p.relative_to(root)): p.read_text() for d in ('tests', 'nbs') for p in (root/d).rglob('*.py')}
+    texts.update({f'{p.relative_to(root)} cell {i}': ''.join(c['source']) for p in (root/'nbs').rglob('*.ipynb')
+                  for i, c in enumerate(json.loads(p.read_text())['cells']) if c['cell_type'] == 'code'})
+    del texts['tests/test_imports.py']  # this file names the old paths on purpose
+    assert old_path_imports('from caopd.runs import RunFolder, runs_table') == ['caopd.runs.RunFolder (now caopd.runfolder)']
+    found = {where: hits for where, text in texts.items() if (hits := old_path_imports(text))}
+    assert not found, f'imports of moved names from their old module: {found}'
 
 
 def test_readme_lists_every_module_notebook_in_reading_order():

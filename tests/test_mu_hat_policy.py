@@ -3,7 +3,6 @@ prompts agrees with the evaluation's accuracy on the same prompts, within binomi
 cpu preset's format warm-up, on this project's integer-addition domain; a few minutes on two cores)."""
 import math
 
-from conftest import ROOT
 
 
 def test_first_step_mu_hat_is_the_evaluated_policys_accuracy(tmp_path):

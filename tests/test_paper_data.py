@@ -5,7 +5,6 @@ fragment of the text) of caopd.tex; and numbers the paper prints more than once 
 rows) must agree, except where the paper itself disagrees, which is listed below and in data/paper/README.md."""
 import math, re
 from collections import Counter
-from pathlib import Path
 import pandas as pd, pytest
 import caopd.methods
 from conftest import ROOT

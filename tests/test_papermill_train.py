@@ -41,7 +41,7 @@ runs:
 
 def test_run_folder(grid_runs):
     from caopd.evaluate import read_jsonl
-    from caopd.runs import load_run
+    from caopd.runfolder import load_run
     root, _ = grid_runs
     out = root/'chemistry-caopd-sdft-1'
     assert (out/'train.ipynb').is_file()  # the executed notebook lives in its run folder
@@ -86,7 +86,7 @@ def test_run_folder(grid_runs):
 
 def test_two_processes_write_the_same_run_folder(grid_runs):
     "num_processes=2 launches caopd.train under torchrun: two CPU processes, the same files, the same per-step records."
-    from caopd.runs import RunFolder
+    from caopd.runfolder import RunFolder
     root, _ = grid_runs
     one, two = RunFolder(root/'chemistry-caopd-sdft-1'), RunFolder(root/'chemistry-caopd-sdft-2')
     files = lambda f: sorted(str(p.relative_to(f.path)) for p in f.path.rglob('*')
@@ -105,7 +105,8 @@ def test_two_processes_write_the_same_run_folder(grid_runs):
 
 
 def test_continual_training_and_grid_resume(grid_runs):
-    from caopd.runs import load_run, runs_table
+    from caopd.runfolder import load_run
+    from caopd.runs import runs_table
     root, _ = grid_runs
     s = load_run(root/'ct-tooluse-sdft')['settings']
     assert (s['protocol'], s['train_domains'], s['eval_domain']) == ('ct', ['chemistry', 'tooluse'], 'tooluse')
@@ -132,7 +133,7 @@ def check_table_row_against_records(row):
     `records_report` makes of the records."""
     from caopd.confidence import parse_confidence
     from caopd.evaluate import read_jsonl, records_report
-    from caopd.runs import load_run
+    from caopd.runfolder import load_run
     from caopd.verifiers import verify
     run = load_run(row['path'])
     domain = run['settings']['eval_domain']
@@ -157,7 +158,7 @@ def test_notebook_refuses_a_mixed_run_and_resumes_a_finished_one(grid_runs):
     """The notebook into a finished CaOPD folder with another method is refused before any work, naming it, and the
     folder is unchanged; the same run again trains nothing and keeps its samples (it makes only what is missing)."""
     import papermill as pm
-    from caopd.runs import RunFolder
+    from caopd.runfolder import RunFolder
     root, _ = grid_runs
     out = root/'chemistry-caopd-sdft-1'
     folder = RunFolder(out)

@@ -11,7 +11,7 @@ from trainer_helpers import tiny_model_dir
 def test_notebook_parameters_are_the_run_arguments():
     "nbs/train.ipynb's parameters cell and caopd.train.RunArguments name the same parameters with the same defaults."
     import dataclasses, papermill as pm
-    from caopd.train import RunArguments
+    from caopd.arguments import RunArguments
     params = pm.inspect_notebook(str(ROOT/'nbs'/'train.ipynb'))
     fields = {f.name: f.default for f in dataclasses.fields(RunArguments)}
     assert set(params) - {'png'} == set(fields)
@@ -28,7 +28,8 @@ def _paper_runs():
 def test_dry_run_of_every_paper_run(name, params, tmp_path, capsys):
     "Every run of nbs/grids/paper.yaml builds its config, plans its memory on the paper's node and prints its command."
     from caopd.preflight import MemoryPlanError
-    from caopd.train import RunArguments, dry_run
+    from caopd.arguments import RunArguments
+    from caopd.train import dry_run
     run = RunArguments(**params, out=str(tmp_path/name), dry_run=True)
     try: d = dry_run(run)
     except MemoryPlanError as e:  # refused: the message names the fix
@@ -79,7 +80,7 @@ TINY_ARGS = ['--preset', 'cpu', '--K', '2', '--prompts_per_step', '1', '--n_trai
 
 def test_killed_run_resumes(tmp_path):
     "A training stage killed after its second checkpoint, started again, resumes there and finishes with every step once."
-    from caopd.runs import RunFolder
+    from caopd.runfolder import RunFolder
     model = tiny_model_dir(tmp_path/'tiny')
     out = tmp_path/'run'
     args = ['--model', model, '--out', str(out), *TINY_ARGS]
@@ -103,7 +104,7 @@ def test_killed_run_resumes(tmp_path):
 def test_lora_trains_adapters_and_saves_a_loadable_model(tmp_path):
     "lora_r: TRL trains PEFT adapters; the run folder keeps the adapter and a merged model that loads like any other."
     from caopd.models import load_model
-    from caopd.runs import RunFolder
+    from caopd.runfolder import RunFolder
     model = tiny_model_dir(tmp_path/'tiny')
     out = tmp_path/'run'
     res = subprocess.run([sys.executable, '-m', 'caopd.train', '--model', model, '--out', str(out), *TINY_ARGS[:-2],
@@ -137,7 +138,7 @@ def test_a_run_folder_holds_one_run(tmp_path):
     """The issue's commands: another method and K, or another model (even with --resume false), into a finished run's
     folder are refused before any work, naming what differs; the same run rerun trains nothing; --overwrite true moves
     the old run aside, whole, and trains the new one there."""
-    from caopd.runs import RunFolder
+    from caopd.runfolder import RunFolder
     tiny, tiny2 = tiny_model_dir(tmp_path/'tiny'), tiny_model_dir(tmp_path/'tiny2', seed=1)
     out = tmp_path/'R'
     base = ['--out', str(out), *TINY_ARGS[:-2], '--max_steps', '2', '--format_warmup', 'value', '--format_warmup_steps', '1']
@@ -173,7 +174,7 @@ def test_a_run_folder_holds_one_run(tmp_path):
 
 def test_killed_after_its_last_checkpoint_finishes_without_another_step(tmp_path):
     "Killed after the last step's checkpoint, before train.json: the rerun saves that model; it trains no step more."
-    from caopd.runs import RunFolder
+    from caopd.runfolder import RunFolder
     from caopd.smoke import KILLED_TRAIN
     out = tmp_path/'run'
     args = ['--model', tiny_model_dir(tmp_path/'tiny'), '--out', str(out), *TINY_ARGS[:-2], '--max_steps', '2']

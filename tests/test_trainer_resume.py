@@ -4,7 +4,7 @@ import os
 import pytest
 import torch
 
-from trainer_helpers import K, chemistry_rows, sdft_trainer, tiny_model_dir
+from trainer_helpers import chemistry_rows, sdft_trainer, tiny_model_dir
 
 from caopd.trainer import EMA_TEACHER_FILE
 

@@ -105,7 +105,7 @@ def test_args_and_overrides_are_exclusive(tiny, tmp_path):
 
 def test_graded_mask_trains_each_rows_graded_value_on_every_domain(tiny, tmp_path):
     "Under 'graded' (ours) every row's value is its `graded_value`, carries loss, and is never 0 or 1; a run can ask for it."
-    from caopd.train import RunArguments
+    from caopd.arguments import RunArguments
     from caopd.warmup import graded_value
     tok = load_tokenizer('smollm2-135m-instruct')
     rows = (list(load_domain('chemistry', 'all', data_dir=fixtures_dir())) + tooluse_rows()

@@ -52,7 +52,7 @@ from transformers.utils import logging as hf_logging
 
 from trainer_helpers import tiny_model_dir
 from caopd.data import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
-from caopd.evaluate import GENERATE_TOP_K
+from caopd.generation import GENERATE_TOP_K
 from caopd.models import load_tokenizer
 from caopd.trainer import CaOPDSDFTConfig, CaOPDSDFTTrainer, CaOPDSDPOConfig, CaOPDSDPOTrainer, CaOPDMixin
 from caopd.verifiers import integer_reward
@@ -151,8 +151,9 @@ def bench(method:str, model:str, tok, dataset, a, tmp:str) -> dict:
 def warm_start(tmp:str, a) -> tuple:
     "(checkpoint, training rows, what it is): the README main command's warmed start and training prompts (seed 0)."
     import contextlib
-    from caopd.runs import RunFolder
-    from caopd.train import RunArguments, resolve_settings, select_prompts, warmup_stage
+    from caopd.runfolder import RunFolder
+    from caopd.arguments import RunArguments, resolve_settings
+    from caopd.train import select_prompts, warmup_stage
     settings = resolve_settings(RunArguments(seed=0, out=f'{tmp}/run'))
     train_rows, warmup_rows = select_prompts(settings)
     if a.start: return a.start, train_rows, f'warmed start {a.start} (given)'

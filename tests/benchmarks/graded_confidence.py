@@ -33,7 +33,6 @@ value-masked warm-up (`caopd.warmup`, mask 'value') trains.
 import argparse, collections, contextlib, glob, json, re, sys, tempfile, time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 VALUES = (0.25, 0.33, 0.5, 0.67, 0.75)  # graded targets (two decimals: `format_confidence(v)`)
@@ -44,8 +43,9 @@ DIGITS = '0123456789'
 
 def warm_start(out:Path, seed:int, start:str|None=None) -> tuple[str, dict, list, list]:
     "The README main job's warmed start (its settings, `warmup_stage`), made in `out` unless `start` is given; (checkpoint, settings, train rows, warm-up rows)."
-    from caopd.runs import RunFolder
-    from caopd.train import RunArguments, resolve_settings, select_prompts, warmup_stage
+    from caopd.runfolder import RunFolder
+    from caopd.arguments import RunArguments, resolve_settings
+    from caopd.train import select_prompts, warmup_stage
     settings = resolve_settings(RunArguments(seed=seed, out=str(out)))
     train_rows, warmup_rows = select_prompts(settings)
     if start: return start, settings, list(train_rows), list(warmup_rows)
@@ -61,7 +61,7 @@ def warm_start(out:Path, seed:int, start:str|None=None) -> tuple[str, dict, list
 
 def rollouts(model, tok, prompt_ids:list[list[int]], seed:int) -> list[list[int]]:
     "One completion per prompt, sampled as the cpu preset's training rollouts (`rollout_sampling='eval'`)."
-    from caopd.evaluate import GENERATE_TOP_K
+    from caopd.generation import GENERATE_TOP_K
     torch.manual_seed(seed)
     n = max(map(len, prompt_ids))
     ids = torch.tensor([[tok.pad_token_id] * (n - len(p)) + p for p in prompt_ids])
@@ -258,7 +258,7 @@ def main():
     from caopd.baselines import build_trainer
     from caopd.models import load_model
     from caopd.train import trainer_config
-    from caopd.runs import RunFolder
+    from caopd.runfolder import RunFolder
     work = Path(a.work or tempfile.mkdtemp(prefix='graded-confidence-'))
     start, settings, train_rows, warmup_rows = warm_start(work, a.seed, a.start)
     cfg = trainer_config(settings, RunFolder(work))

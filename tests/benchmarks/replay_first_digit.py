@@ -19,7 +19,7 @@ from transformers import TrainerCallback
 
 from caopd.baselines import build_trainer
 from caopd.data import load_domain
-from caopd.trainer import script_rollouts
+from caopd.testing import script_rollouts
 from teacher_copying import student_text, up_to_confidence  # beside this script
 
 

@@ -81,7 +81,7 @@ def main():
     template = CaOPDSDFTConfig(output_dir='/tmp/unused', use_cpu=True).teacher_prompt_template
     models = {'warmed start': (run/'warmup'/'checkpoint', None), f'student @ {Path(last).name}': (last, None),
               f'EMA teacher @ {Path(last).name}': (last, Path(last)/EMA_TEACHER_FILE)}
-    print(f"| model | value written | p('0') shown it | p('1') shown it | p('0') not shown | p('1') not shown |")
+    print("| model | value written | p('0') shown it | p('1') shown it | p('0') not shown | p('1') not shown |")
     print('|---|---|---|---|---|---|')
     for name, (path, teacher) in models.items():
         res = digit_probs(load(path, teacher), tok, rows, template)
