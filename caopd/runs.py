@@ -164,7 +164,7 @@ def grid_plans(grid='nbs/grids/paper.yaml', # a grid YAML file (`caopd.runs.read
 def nodes_report(grid='nbs/grids/paper.yaml', # the paper's grid
                  recipes='data/recipes', # the shipped recipes
                 ) -> str:
-    "The README's tables of which node each recipe and each run of the paper's grid fits (tests/test_preflight.py checks them)."
+    "The README's tables of which node each recipe and each run of the paper's grid fits (tests/readme_tables.py writes them there)."
     return (f"Recipes (`{recipes}/`):\n\n{nodes_markdown(recipe_runs(recipes), collapse=False)}\n\n"
             f"The paper's grid (`{grid}`), runs that plan alike in one row:\n\n{nodes_markdown(read_grid(grid)['runs'])}\n")
 

@@ -118,14 +118,6 @@ def test_paper_grid_table():
     assert len(plans_markdown(rows, collapse=False).splitlines()) == len(rows) + 2
 
 
-def test_the_readme_says_which_node_each_run_fits(monkeypatch):
-    "The README's node tables are the plans of the shipped recipes and the paper's grid, as they are now."
-    from caopd.runs import nodes_report
-    monkeypatch.chdir(ROOT)
-    assert nodes_report() in (ROOT/'README.md').read_text(), \
-        'the plans changed: paste python -c "from caopd.runs import nodes_report; print(nodes_report())" into README.md'
-
-
 def test_the_grid_dry_run_prints_each_runs_plan():
     "caopd-runs --dry_run: every run's command, then its plan against the node, and the fix of one that does not fit."
     import subprocess, sys

@@ -1,0 +1,278 @@
+"""The README's tables, each built from the committed outputs it quotes: nothing in a README table is typed in.
+
+README.md holds each table between cog markers (cogapp, https://nedbatchelder.com/code/cog):
+
+    <!-- [[[cog import readme_tables as t; t.out(t.laptop_pooled())]]] -->
+    | ... the table, written by cog ... |
+    <!-- [[[end]]] -->
+
+`tests/test_readme_tables.py` fails when a table differs from what these functions give now. After the outputs change
+(a new run, a benchmark run again), write the tables again from the repository root:
+
+    .ci/env cog -r -I tests README.md
+
+The sources: the laptop grid's tables (`figures/arithmetic/*.csv` and `summary.md`, which `tests/test_seeds.py`
+remakes from the runs in `figures/runs/cpu/`; `figures/gpu/summary.md` likewise from `figures/runs/gpu/`), the Chemistry
+L3 runs' evaluation records (`figures/runs/cpu/chemistry-*/eval/`, whose metrics are recomputed here), the memory plans
+of the recipes and the paper's grid (`caopd.runs.nodes_report`), and the benchmarks' committed outputs beside their
+scripts (`tests/benchmarks/estimators_outcomes.json`, `tests/benchmarks/adaptive_rollouts.json`).
+"""
+import functools, json, sys, textwrap
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT/'tests'/'benchmarks'
+ARITHMETIC = ROOT/'figures'/'arithmetic'
+RUNS = ROOT/'figures'/'runs'/'cpu'
+START = 'warmed start (before)'  # the row of a run's start in every table
+
+if str(BENCHMARKS) not in sys.path: sys.path.insert(0, str(BENCHMARKS))  # the benchmarks' own table functions
+
+
+def out(text:str):
+    "Write `text` into the README at the cog block being run (`cog.out`: cog makes `cog` importable while it runs one)."
+    import cog
+    cog.out(text)
+
+
+def _table(header, rows) -> str:
+    from caopd.io import markdown_table
+    return markdown_table(rows, header=header, right=[])
+
+
+def ci(row, key:str, decimals:int=2) -> str:
+    "'0.34 [0.24, 0.42]': a value and its 95% interval, from the columns `key`, `key_lo` and `key_hi` of a table row."
+    from caopd.metrics import interval_text
+    return f"{row[key]:.{decimals}f} {interval_text(row[f'{key}_lo'], row[f'{key}_hi'], decimals)}".strip()
+
+
+# --- integer addition, the laptop grid (figures/arithmetic) ---
+
+LAPTOP_METHODS = ['start', 'SDFT', 'CaOPD (SDFT)', 'CaOPD (SDFT), calibration_weight=10', 'SDPO', 'CaOPD (SDPO)']
+
+
+def _seeds() -> pd.DataFrame:
+    return pd.read_csv(ARITHMETIC/'seeds.csv', dtype={'seed': str})
+
+
+def _levels() -> pd.DataFrame:
+    return pd.read_csv(ARITHMETIC/'levels.csv', dtype={'seed': str})
+
+
+def _label(method:str) -> str: return START if method == 'start' else method
+
+
+def _row(table:pd.DataFrame, **where) -> pd.Series:
+    "The one row of `table` where each column equals its value."
+    hit = table
+    for k, v in where.items(): hit = hit[hit[k] == v]
+    if len(hit) != 1: raise LookupError(f'{len(hit)} rows where {where}; expected one')
+    return hit.iloc[0]
+
+
+def laptop_pooled() -> str:
+    "Each method pooled over the grid's seeds (`seeds.csv`, seed 'all')."
+    seeds = _seeds()
+    n, k = _row(seeds, method='start', seed='all')['n'], (seeds[seeds.method == 'start'].seed != 'all').sum()
+    header = [f'integer addition, {n // k} test questions x {k} seeds', 'accuracy', 'mean confidence', 'ECE', 'AUROC',
+              'SPR', 'AURC']
+    keys = ['accuracy', 'mean_confidence', 'ece', 'auroc', 'spr', 'aurc']
+    return _table(header, [[_label(m), *(ci(_row(seeds, method=m, seed='all'), key) for key in keys)]
+                           for m in LAPTOP_METHODS])
+
+
+def laptop_per_seed() -> str:
+    "Each method's AUROC (accuracy) seed by seed."
+    seeds = _seeds()
+    each = sorted(s for s in seeds.seed.unique() if s != 'all')
+    rows = [[_label(m), *(f"{r['auroc']:.2f} ({r['accuracy']:.2f})" for r in (_row(seeds, method=m, seed=s) for s in each))]
+            for m in LAPTOP_METHODS]
+    return _table(['per seed: AUROC (accuracy)', *(f'seed {s}' for s in each)], rows)
+
+
+def _start_levels(levels:pd.DataFrame, seed:str) -> pd.DataFrame:
+    "The start's rows by level: every method's 'before' rows of one seed are the same start (checked)."
+    before = levels[(levels.stage == 'before') & (levels.seed == seed) & levels.method.isin(LAPTOP_METHODS)]
+    cols = ['level', 'n', 'accuracy', 'mean_confidence']
+    first = before[before.method == before.method.iloc[0]][cols].reset_index(drop=True)
+    for m, g in before.groupby('method'):
+        pd.testing.assert_frame_equal(g[cols].reset_index(drop=True), first, obj=f'the start of {m}, seed {seed}')
+    return before[before.method == before.method.iloc[0]].set_index('level')
+
+
+def laptop_levels() -> str:
+    "Accuracy / mean confidence by level, pooled over seeds: the start, then each method after training."
+    levels = _levels()
+    start = _start_levels(levels, 'all')
+    lv = sorted(start.index)
+    rows = [[START, *(f"{start.loc[l, 'accuracy']:.2f} / {start.loc[l, 'mean_confidence']:.2f}" for l in lv)]]
+    for m in LAPTOP_METHODS[1:]:
+        after = levels[(levels.method == m) & (levels.stage == 'after') & (levels.seed == 'all')].set_index('level')
+        rows.append([m, *(f"{after.loc[l, 'accuracy']:.2f} / {after.loc[l, 'mean_confidence']:.2f}" for l in lv)])
+    return _table(['level: accuracy / mean confidence', *(f'L{l}' for l in lv)], rows)
+
+
+def main_command() -> str:
+    "The README's main command (seed 0's CaOPD (SDFT) run of the grid): before and after, 95% intervals over questions."
+    seeds = _seeds()
+    keys = ['accuracy', 'mean_confidence', 'ocg', 'ece', 'auroc', 'spr', 'format_adherence']
+    before, after = _row(seeds, method='start', seed='0'), _row(seeds, method='CaOPD (SDFT)', seed='0')
+    header = [f"integer addition, {after['n']} test questions", 'accuracy', 'mean confidence', 'OCG', 'ECE', 'AUROC',
+              'SPR', 'format adherence']
+    return _table(header, [[START, *(ci(before, k) for k in keys)], ['CaOPD (SDFT), after', *(ci(after, k) for k in keys)]])
+
+
+def main_command_levels() -> str:
+    "The main command's accuracy and mean confidence by level, before and after."
+    levels = _levels()
+    run = levels[(levels.method == 'CaOPD (SDFT)') & (levels.seed == '0')]
+    rows = []
+    for level, g in run.groupby('level'):
+        b, a = _row(g, stage='before'), _row(g, stage='after')
+        rows.append([str(level), str(b['n']), ci(b, 'accuracy'), ci(b, 'mean_confidence'), ci(a, 'accuracy'),
+                     ci(a, 'mean_confidence')])
+    return _table(['level', 'n', 'accuracy before', 'mean confidence before', 'accuracy after', 'mean confidence after'], rows)
+
+
+def rollout_costs() -> str:
+    "What each estimate of mu_hat cost in the grid (`rollouts.csv`) beside what it gave (`seeds.csv`), pooled over seeds."
+    costs, seeds = pd.read_csv(ARITHMETIC/'rollouts.csv', dtype={'seed': str}), _seeds()
+    runs = [('CaOPD (SDFT), num_confidence_rollouts=8', '8 of every prompt (`num_confidence_rollouts=8`), the reference'),
+            ('CaOPD (SDFT), confidence_allocation=adaptive, num_confidence_rollouts=8',
+             'adaptive 4 -> 8 (`confidence_allocation=adaptive`)'),
+            ('CaOPD (SDFT), confidence_estimator=shrunken', '4, shrunken (`confidence_estimator=shrunken`)'),
+            ('CaOPD (SDFT)', '4, plain (the `cpu` preset)')]
+    k = (costs[costs.method == runs[0][0]].seed != 'all').sum()
+    rows = []
+    for method, label in runs:
+        c, s = _row(costs, method=method, seed='all'), _row(seeds, method=method, seed='all')
+        rows.append([label, f"{c['rollouts_per_prompt']:.2f} ({c['rollouts_ratio']:.2f})",
+                     f"{c['train_seconds']:.0f} ({c['seconds_ratio']:.2f})",
+                     *(ci(s, key) for key in ('ece', 'auroc', 'spr', 'accuracy'))])
+    return _table(['CaOPD (SDFT), mu_hat from', 'rollouts / prompt (x K=8)', f'training s, mean of {k} (x K=8)', 'ECE',
+                   'AUROC', 'SPR', 'accuracy'], rows)
+
+
+# --- Chemistry L3, the committed grid (figures/runs/cpu/chemistry-*) ---
+
+CHEMISTRY_RUNS = ['sdft', 'caopd-sdft', 'sdpo', 'caopd-sdpo', 'grpo', 'rlcr']  # the folders chemistry-<method>
+
+
+def _records(folder:Path, stage:str) -> list[dict]:
+    return [json.loads(line) for line in (folder/'eval'/stage/'records.jsonl').read_text().splitlines() if line.strip()]
+
+
+def _questions(name:str) -> int:
+    "How many questions the run folder `name` was tested on (after training)."
+    return len({r['id'] for r in _records(RUNS/name, 'after')})
+
+
+def chemistry() -> str:
+    "The Chemistry L3 runs, all-sample metrics recomputed from each run's evaluation records (`records_report`)."
+    from caopd.evaluate import records_report
+    from caopd.methods import METHODS
+    keys = ['accuracy', 'mean_confidence', 'ocg', 'ece', 'spr', 'format_adherence']
+    cell = lambda r: [*(ci(r, k) for k in keys), f"{ci(r, 'aurc')} ({r['aurc_oracle']:.2f}, {r['aurc_random']:.2f})"]
+    starts = [_records(RUNS/f'chemistry-{m}', 'before') for m in CHEMISTRY_RUNS]
+    if any(s != starts[0] for s in starts): raise ValueError('the Chemistry runs do not start from the same evaluation')
+    rows = [[START, *cell(records_report(starts[0]))]]
+    for m in CHEMISTRY_RUNS:
+        settings = json.loads((RUNS/f'chemistry-{m}'/'settings.json').read_text())
+        if settings['method'] != m: raise ValueError(f"chemistry-{m}/settings.json names method {settings['method']!r}")
+        rows.append([METHODS[m].name, *cell(records_report(_records(RUNS/f'chemistry-{m}', 'after')))])
+    return _table([f"Chemistry L3, {_questions('chemistry-sdft')} test questions", 'accuracy', 'mean confidence', 'OCG', 'ECE', 'SPR',
+                   'format adherence', 'AURC (oracle, random)'], rows)
+
+
+# --- the benchmarks (tests/benchmarks) ---
+
+@functools.cache
+def _estimator_results() -> dict:
+    import estimators as bench
+    return bench.results(bench.load_outcomes())
+
+
+def estimators() -> str:
+    "The estimator benchmark's lines on its draw, its table and its verdict, recomputed from its committed outcomes."
+    import estimators as bench
+    return bench.readme_text(_estimator_results())
+
+
+def adaptive() -> str:
+    "The adaptive-allocation benchmark's table, from its committed per-step measurements, and what it saved."
+    import adaptive_rollouts as bench
+    data = bench.load_steps()
+    a, early = bench.summary(data)['adaptive 4->8'], _estimator_results()['rows']['early-stopped k0=4 -> K=8']
+    return bench.readme_table(data) + '\n' + textwrap.fill(
+        f"Adaptive drew {a['rollouts_ratio']:.0%} of fixed K = 8's rollouts (the estimator benchmark's k0 = 4 -> 8: "
+        f"{early['rollouts_ratio']:.0%}, at {early['mse_mu_ratio']:.2f} times K = 8's error) and took {a['ratio']:.2f} of "
+        f"its time per step: scored-only rollouts are generation alone, and the loss on the distilled ones is the same "
+        f"work in all three.", 118) + '\n'
+
+
+# --- tables quoted from committed files whole or by rows ---
+
+def nodes() -> str:
+    "Which node each recipe and each run of the paper's grid fits (`caopd.runs.nodes_report`, which reads them from the root)."
+    import os
+    from caopd.runs import nodes_report
+    here = os.getcwd()
+    os.chdir(ROOT)  # (contextlib.chdir is Python 3.11's; the package supports 3.10)
+    try: return nodes_report()
+    finally: os.chdir(here)
+
+
+def gpu_summary() -> str:
+    "The GPU runs' one line per run (`figures/gpu/summary.md`, which tests/test_seeds.py remakes from figures/runs/gpu)."
+    return (ROOT/'figures'/'gpu'/'summary.md').read_text()
+
+
+def graded_start() -> str:
+    "The rows of `figures/arithmetic/summary.md` for CaOPD (SDFT) from the usual warm-up and from the 'graded' one."
+    lines = (ARITHMETIC/'summary.md').read_text().splitlines()
+    keep = ('CaOPD (SDFT)', 'CaOPD (SDFT), format_warmup=graded')
+    return '\n'.join(lines[:2] + [l for l in lines[2:] if l.split(' | ')[0].removeprefix('| ') in keep]) + '\n'
+
+
+def _chemistry_rows(rows:list) -> list:
+    "(label, folder, stage) rows of Chemistry runs: the all-sample metrics of each evaluation, recomputed from its records."
+    from caopd.evaluate import records_report
+    keys = ['accuracy', 'mean_confidence', 'ocg', 'ece', 'spr', 'format_adherence']
+    return [[label, *(ci(records_report(_records(RUNS/folder, stage)), k) for k in keys)] for label, folder, stage in rows]
+
+
+def chemistry_k() -> str:
+    "The K ablation on Chemistry L3 (CaOPD (SDFT) from the same warmed start; K = 4 is the main grid's run), in a list item."
+    body = _chemistry_rows([('K = 2', 'k-ablation-chemistry-2', 'after'), ('K = 4', 'chemistry-caopd-sdft', 'after'),
+                            ('K = 8', 'k-ablation-chemistry-8', 'after')])
+    for name, K in (('k-ablation-chemistry-2', 2), ('chemistry-caopd-sdft', 4), ('k-ablation-chemistry-8', 8)):
+        if json.loads((RUNS/name/'settings.json').read_text())['K'] != K: raise ValueError(f'{name} was not run with K = {K}')
+    return _table([f"CaOPD (SDFT), Chemistry L3, {_questions('chemistry-caopd-sdft')} test questions", 'accuracy',
+                   'mean confidence', 'OCG', 'ECE', 'SPR', 'format adherence'], body)
+
+
+def chemistry_transfer() -> str:
+    "Out of distribution (trained on ToolAlpaca, tested on Chemistry) and continual training (then Chemistry), in a list item."
+    ood = 'ood-tooluse-to-chemistry-'
+    if _records(RUNS/f'{ood}sdft', 'before') != _records(RUNS/f'{ood}caopd-sdft', 'before'):
+        raise ValueError('the two OOD runs do not start from the same evaluation')
+    body = _chemistry_rows([('OOD start (before)', f'{ood}sdft', 'before'), ('OOD SDFT', f'{ood}sdft', 'after'),
+                            ('OOD CaOPD (SDFT)', f'{ood}caopd-sdft', 'after'),
+                            ('CT SDFT', 'ct-tooluse-chemistry-sdft', 'after'),
+                            ('CT CaOPD (SDFT)', 'ct-tooluse-chemistry-caopd-sdft', 'after')])
+    return _table([f"tested on Chemistry L3, {_questions(f'{ood}sdft')} questions", 'accuracy', 'mean confidence', 'OCG',
+                   'ECE', 'SPR', 'format adherence'], body)
+
+
+def chemistry_tasc() -> str:
+    "CaOPD (SDFT) with the TA-SC target beside the verifier's (Table 4), from the same warmed start, in a list item."
+    from caopd.methods import METHODS
+    if _records(RUNS/'chemistry-caopd-sdft-tasc', 'before') != _records(RUNS/'chemistry-caopd-sdft', 'before'):
+        raise ValueError('the TA-SC run does not start from the verifier run\'s evaluation')
+    body = _chemistry_rows([('CaOPD (SDFT), verifier target', 'chemistry-caopd-sdft', 'after'),
+                            (METHODS['caopd-sdft-tasc'].name, 'chemistry-caopd-sdft-tasc', 'after'),
+                            ('SDFT', 'chemistry-sdft', 'after')])
+    return _table([f"Chemistry L3, {_questions('chemistry-caopd-sdft')} test questions", 'accuracy', 'mean confidence',
+                   'OCG', 'ECE', 'SPR', 'format adherence'], body)
