@@ -169,12 +169,16 @@ def _questions(name:str) -> int:
     return len({r['id'] for r in _records(RUNS/name, 'after')})
 
 
+CHEMISTRY_KEYS = ['accuracy', 'mean_confidence', 'ocg', 'ece', 'spr', 'format_adherence']  # the columns of its tables
+CHEMISTRY_HEADER = ['accuracy', 'mean confidence', 'OCG', 'ECE', 'SPR', 'format adherence']
+
+
 def chemistry() -> str:
     "The Chemistry L3 runs, all-sample metrics recomputed from each run's evaluation records (`records_report`)."
     from caopd.evaluate import records_report
     from caopd.methods import METHODS
-    keys = ['accuracy', 'mean_confidence', 'ocg', 'ece', 'spr', 'format_adherence']
-    cell = lambda r: [*(ci(r, k) for k in keys), f"{ci(r, 'aurc')} ({r['aurc_oracle']:.2f}, {r['aurc_random']:.2f})"]
+    aurc = lambda r: f"{ci(r, 'aurc')} ({r['aurc_oracle']:.2f}, {r['aurc_random']:.2f})"
+    cell = lambda r: [*(ci(r, k) for k in CHEMISTRY_KEYS), aurc(r)]
     starts = [_records(RUNS/f'chemistry-{m}', 'before') for m in CHEMISTRY_RUNS]
     if any(s != starts[0] for s in starts): raise ValueError('the Chemistry runs do not start from the same evaluation')
     rows = [[START, *cell(records_report(starts[0]))]]
@@ -182,8 +186,48 @@ def chemistry() -> str:
         settings = json.loads((RUNS/f'chemistry-{m}'/'settings.json').read_text())
         if settings['method'] != m: raise ValueError(f"chemistry-{m}/settings.json names method {settings['method']!r}")
         rows.append([METHODS[m].name, *cell(records_report(_records(RUNS/f'chemistry-{m}', 'after')))])
-    return _table([f"Chemistry L3, {_questions('chemistry-sdft')} test questions", 'accuracy', 'mean confidence', 'OCG', 'ECE', 'SPR',
-                   'format adherence', 'AURC (oracle, random)'], rows)
+    return _table([f"Chemistry L3, {_questions('chemistry-sdft')} test questions", *CHEMISTRY_HEADER,
+                   'AURC (oracle, random)'], rows)
+
+
+def _chemistry_rows(rows:list) -> list:
+    "(label, folder, stage) rows of Chemistry runs: the all-sample metrics of each evaluation, recomputed from its records."
+    from caopd.evaluate import records_report
+    return [[label, *(ci(records_report(_records(RUNS/folder, stage)), k) for k in CHEMISTRY_KEYS)]
+            for label, folder, stage in rows]
+
+
+def chemistry_k() -> str:
+    "The K ablation on Chemistry L3 (CaOPD (SDFT) from the same warmed start; K = 4 is the main grid's run), in a list item."
+    body = _chemistry_rows([('K = 2', 'k-ablation-chemistry-2', 'after'), ('K = 4', 'chemistry-caopd-sdft', 'after'),
+                            ('K = 8', 'k-ablation-chemistry-8', 'after')])
+    for name, K in (('k-ablation-chemistry-2', 2), ('chemistry-caopd-sdft', 4), ('k-ablation-chemistry-8', 8)):
+        if json.loads((RUNS/name/'settings.json').read_text())['K'] != K: raise ValueError(f'{name} was not run with K = {K}')
+    return _table([f"CaOPD (SDFT), Chemistry L3, {_questions('chemistry-caopd-sdft')} test questions", *CHEMISTRY_HEADER],
+                  body)
+
+
+def chemistry_transfer() -> str:
+    "Out of distribution (trained on ToolAlpaca, tested on Chemistry) and continual training (then Chemistry), in a list item."
+    ood = 'ood-tooluse-to-chemistry-'
+    if _records(RUNS/f'{ood}sdft', 'before') != _records(RUNS/f'{ood}caopd-sdft', 'before'):
+        raise ValueError('the two OOD runs do not start from the same evaluation')
+    body = _chemistry_rows([('OOD start (before)', f'{ood}sdft', 'before'), ('OOD SDFT', f'{ood}sdft', 'after'),
+                            ('OOD CaOPD (SDFT)', f'{ood}caopd-sdft', 'after'),
+                            ('CT SDFT', 'ct-tooluse-chemistry-sdft', 'after'),
+                            ('CT CaOPD (SDFT)', 'ct-tooluse-chemistry-caopd-sdft', 'after')])
+    return _table([f"tested on Chemistry L3, {_questions(f'{ood}sdft')} questions", *CHEMISTRY_HEADER], body)
+
+
+def chemistry_tasc() -> str:
+    "CaOPD (SDFT) with the TA-SC target beside the verifier's (Table 4), from the same warmed start, in a list item."
+    from caopd.methods import METHODS
+    if _records(RUNS/'chemistry-caopd-sdft-tasc', 'before') != _records(RUNS/'chemistry-caopd-sdft', 'before'):
+        raise ValueError('the TA-SC run does not start from the verifier run\'s evaluation')
+    body = _chemistry_rows([('CaOPD (SDFT), verifier target', 'chemistry-caopd-sdft', 'after'),
+                            (METHODS['caopd-sdft-tasc'].name, 'chemistry-caopd-sdft-tasc', 'after'),
+                            ('SDFT', 'chemistry-sdft', 'after')])
+    return _table([f"Chemistry L3, {_questions('chemistry-caopd-sdft')} test questions", *CHEMISTRY_HEADER], body)
 
 
 # --- the benchmarks (tests/benchmarks) ---
@@ -234,45 +278,3 @@ def graded_start() -> str:
     lines = (ARITHMETIC/'summary.md').read_text().splitlines()
     keep = ('CaOPD (SDFT)', 'CaOPD (SDFT), format_warmup=graded')
     return '\n'.join(lines[:2] + [l for l in lines[2:] if l.split(' | ')[0].removeprefix('| ') in keep]) + '\n'
-
-
-def _chemistry_rows(rows:list) -> list:
-    "(label, folder, stage) rows of Chemistry runs: the all-sample metrics of each evaluation, recomputed from its records."
-    from caopd.evaluate import records_report
-    keys = ['accuracy', 'mean_confidence', 'ocg', 'ece', 'spr', 'format_adherence']
-    return [[label, *(ci(records_report(_records(RUNS/folder, stage)), k) for k in keys)] for label, folder, stage in rows]
-
-
-def chemistry_k() -> str:
-    "The K ablation on Chemistry L3 (CaOPD (SDFT) from the same warmed start; K = 4 is the main grid's run), in a list item."
-    body = _chemistry_rows([('K = 2', 'k-ablation-chemistry-2', 'after'), ('K = 4', 'chemistry-caopd-sdft', 'after'),
-                            ('K = 8', 'k-ablation-chemistry-8', 'after')])
-    for name, K in (('k-ablation-chemistry-2', 2), ('chemistry-caopd-sdft', 4), ('k-ablation-chemistry-8', 8)):
-        if json.loads((RUNS/name/'settings.json').read_text())['K'] != K: raise ValueError(f'{name} was not run with K = {K}')
-    return _table([f"CaOPD (SDFT), Chemistry L3, {_questions('chemistry-caopd-sdft')} test questions", 'accuracy',
-                   'mean confidence', 'OCG', 'ECE', 'SPR', 'format adherence'], body)
-
-
-def chemistry_transfer() -> str:
-    "Out of distribution (trained on ToolAlpaca, tested on Chemistry) and continual training (then Chemistry), in a list item."
-    ood = 'ood-tooluse-to-chemistry-'
-    if _records(RUNS/f'{ood}sdft', 'before') != _records(RUNS/f'{ood}caopd-sdft', 'before'):
-        raise ValueError('the two OOD runs do not start from the same evaluation')
-    body = _chemistry_rows([('OOD start (before)', f'{ood}sdft', 'before'), ('OOD SDFT', f'{ood}sdft', 'after'),
-                            ('OOD CaOPD (SDFT)', f'{ood}caopd-sdft', 'after'),
-                            ('CT SDFT', 'ct-tooluse-chemistry-sdft', 'after'),
-                            ('CT CaOPD (SDFT)', 'ct-tooluse-chemistry-caopd-sdft', 'after')])
-    return _table([f"tested on Chemistry L3, {_questions(f'{ood}sdft')} questions", 'accuracy', 'mean confidence', 'OCG',
-                   'ECE', 'SPR', 'format adherence'], body)
-
-
-def chemistry_tasc() -> str:
-    "CaOPD (SDFT) with the TA-SC target beside the verifier's (Table 4), from the same warmed start, in a list item."
-    from caopd.methods import METHODS
-    if _records(RUNS/'chemistry-caopd-sdft-tasc', 'before') != _records(RUNS/'chemistry-caopd-sdft', 'before'):
-        raise ValueError('the TA-SC run does not start from the verifier run\'s evaluation')
-    body = _chemistry_rows([('CaOPD (SDFT), verifier target', 'chemistry-caopd-sdft', 'after'),
-                            (METHODS['caopd-sdft-tasc'].name, 'chemistry-caopd-sdft-tasc', 'after'),
-                            ('SDFT', 'chemistry-sdft', 'after')])
-    return _table([f"Chemistry L3, {_questions('chemistry-caopd-sdft')} test questions", 'accuracy', 'mean confidence',
-                   'OCG', 'ECE', 'SPR', 'format adherence'], body)
