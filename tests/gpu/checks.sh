@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The GPU checks of issue 29 (item 10) and the step benchmark of issue 31 (item 5), as one script for a bare GPU machine staged by ../shared/gpu/stage.sh; writes
+# The GPU checks of issue 29 (item 10) and the step benchmark of issue 31 (item 5), as one script for a bare GPU
+# machine staged by ../shared/gpu/stage.sh; writes
 # everything under $OUT (default runs/gpu-checks). Each part is timed and kept going if another fails.
 set -uo pipefail
 OUT=${OUT:-runs/gpu-checks}; mkdir -p "$OUT"
