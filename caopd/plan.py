@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .io import markdown_table
 from .arguments import RunArguments, _recipe, parse_args, resolve_settings
+from .data import shipped_path
 
 _log = logging.getLogger(__name__)  # the library's messages: caopd/__init__.py shows them, logging silences them
 
@@ -115,9 +116,12 @@ def plan_text(row:dict) -> str:
 NODES = {'1 x H100': ('H100', 1), '8 x H100': ('H100', 8), '1 x H200': ('H200', 1), "4 x H200 (the paper's)": ('H200', 4)}
 
 def recipe_runs(folder='data/recipes') -> list[tuple[str, dict]]:
-    "(name, parameters) of every run recipe (`--config`) shipped in `folder`, as `caopd-train --config` reads it."
+    "(name, parameters) of every run recipe (`--config`) in `folder`, as `caopd-train --config` reads it."
+    root = Path(folder)
+    if not root.is_dir() and root.as_posix() == 'data/recipes': root = shipped_path('data/recipes')  # from any directory
+    if not root.is_dir(): raise FileNotFoundError(f"recipe_runs: no folder {folder}; pass a folder of run recipes (YAML)")
     out = []
-    for path in sorted(Path(folder).glob('*.yaml')):
+    for path in sorted(root.glob('*.yaml')):
         spec = _recipe(str(path))
         if 'model' not in spec: continue  # an accelerate configuration, not a run
         run = parse_args(['--config', str(path)])
