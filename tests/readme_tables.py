@@ -161,7 +161,15 @@ CHEMISTRY_RUNS = ['sdft', 'caopd-sdft', 'sdpo', 'caopd-sdpo', 'grpo', 'rlcr']  #
 
 
 def _records(folder:Path, stage:str) -> list[dict]:
-    return [json.loads(line) for line in (folder/'eval'/stage/'records.jsonl').read_text().splitlines() if line.strip()]
+    from caopd.io import read_jsonl
+    return read_jsonl(folder/'eval'/stage/'records.jsonl')
+
+
+@functools.cache
+def _report(name:str, stage:str) -> dict:
+    "The all-sample report of the run folder `name`'s evaluation `stage`, recomputed from its records (once per table run)."
+    from caopd.evaluate import records_report
+    return records_report(_records(RUNS/name, stage))
 
 
 def _questions(name:str) -> int:
@@ -175,26 +183,23 @@ CHEMISTRY_HEADER = ['accuracy', 'mean confidence', 'OCG', 'ECE', 'SPR', 'format 
 
 def chemistry() -> str:
     "The Chemistry L3 runs, all-sample metrics recomputed from each run's evaluation records (`records_report`)."
-    from caopd.evaluate import records_report
     from caopd.methods import METHODS
     aurc = lambda r: f"{ci(r, 'aurc')} ({r['aurc_oracle']:.2f}, {r['aurc_random']:.2f})"
     cell = lambda r: [*(ci(r, k) for k in CHEMISTRY_KEYS), aurc(r)]
     starts = [_records(RUNS/f'chemistry-{m}', 'before') for m in CHEMISTRY_RUNS]
     if any(s != starts[0] for s in starts): raise ValueError('the Chemistry runs do not start from the same evaluation')
-    rows = [[START, *cell(records_report(starts[0]))]]
+    rows = [[START, *cell(_report('chemistry-sdft', 'before'))]]
     for m in CHEMISTRY_RUNS:
         settings = json.loads((RUNS/f'chemistry-{m}'/'settings.json').read_text())
         if settings['method'] != m: raise ValueError(f"chemistry-{m}/settings.json names method {settings['method']!r}")
-        rows.append([METHODS[m].name, *cell(records_report(_records(RUNS/f'chemistry-{m}', 'after')))])
+        rows.append([METHODS[m].name, *cell(_report(f'chemistry-{m}', 'after'))])
     return _table([f"Chemistry L3, {_questions('chemistry-sdft')} test questions", *CHEMISTRY_HEADER,
                    'AURC (oracle, random)'], rows)
 
 
 def _chemistry_rows(rows:list) -> list:
     "(label, folder, stage) rows of Chemistry runs: the all-sample metrics of each evaluation, recomputed from its records."
-    from caopd.evaluate import records_report
-    return [[label, *(ci(records_report(_records(RUNS/folder, stage)), k) for k in CHEMISTRY_KEYS)]
-            for label, folder, stage in rows]
+    return [[label, *(ci(_report(folder, stage), k) for k in CHEMISTRY_KEYS)] for label, folder, stage in rows]
 
 
 def chemistry_k() -> str:
@@ -259,13 +264,9 @@ def adaptive() -> str:
 # --- tables quoted from committed files whole or by rows ---
 
 def nodes() -> str:
-    "Which node each recipe and each run of the paper's grid fits (`caopd.runs.nodes_report`, which reads them from the root)."
-    import os
+    "Which node each recipe and each run of the paper's grid fits (`caopd.runs.nodes_report`)."
     from caopd.runs import nodes_report
-    here = os.getcwd()
-    os.chdir(ROOT)  # (contextlib.chdir is Python 3.11's; the package supports 3.10)
-    try: return nodes_report()
-    finally: os.chdir(here)
+    return nodes_report()
 
 
 def gpu_summary() -> str:

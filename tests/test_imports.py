@@ -118,14 +118,16 @@ def test_moved_names_work_from_both_places_and_the_changelog_says_where(old, new
         assert f'`{name}`' in entry, f'CHANGELOG.md does not say that caopd.{old}.{name} moved to caopd.{new}'
 
 
+NEW_HOME = {(old, name): new for (old, new), names in MOVED.items() for name in names.split()}  # (old, name) -> new
+
+
 def old_path_imports(text:str) -> list[str]:
     "'caopd.<old>.<name> (now caopd.<new>)' for each `from caopd.<old> import <name>` in `text` of a name that moved."
-    moved = {(old, name): new for (old, new), names in MOVED.items() for name in names.split()}
     try: tree = ast.parse(text)
     except SyntaxError: return []  # a notebook cell with IPython magics
-    return [f'caopd.{node.module[6:]}.{a.name} (now caopd.{moved[node.module[6:], a.name]})' for node in ast.walk(tree)
+    return [f'caopd.{node.module[6:]}.{a.name} (now caopd.{NEW_HOME[node.module[6:], a.name]})' for node in ast.walk(tree)
             if isinstance(node, ast.ImportFrom) and (node.module or '').startswith('caopd.')
-            for a in node.names if (node.module[6:], a.name) in moved]
+            for a in node.names if (node.module[6:], a.name) in NEW_HOME]
 
 
 def test_our_code_imports_moved_names_from_their_new_module():
