@@ -12,7 +12,7 @@ from .cli import (Refusal, boolean, check_fields, dataclass_parser, integer, jso
                        real, unknown_refusal)
 from .data import check_domain
 from .generation import BACKENDS
-from .methods import check_method
+from .methods import SAMPLING_SCHEMES, check_method
 from .preflight import GPUS
 from .runfolder import RunFolder, is_run
 
@@ -30,6 +30,10 @@ PRESETS = {
                   eval_limit=0, eval_samples=8, eval_max_new_tokens=8192, eval_batch_size=64, use_vllm=True,
                   warmup_steps=10, elicit=False, format_warmup=False, format_warmup_steps=0,
                   eval_temperature=0.6, eval_top_p=0.95, rollout_sampling='paper',  # training rollouts at 1.0 (Table 6)
+                  sampling_scheme='paper',  # SDFT: one distilled trajectory per prompt + K = 8 apart for mu_hat; SDPO: reuse
+                  # Table 6's 'rollout importance sampling clip 2' is the configs' distillation_is_clip, but it has no effect:
+                  # TRL 1.16 computes rollout log-probs only when a generation batch feeds several optimizer steps, which
+                  # no preset does, and has no vLLM-sampler correction (what the clip is for in the paper's verl stack)
                   gradient_checkpointing=True,  # TRL's default, which the memory plan assumes
                   save_steps=50),  # checkpoint interval: ours
     'cpu': dict(domain='arithmetic', K=4, learning_rate=1e-4, max_steps=6, num_train_epochs=1, prompts_per_step=4,
@@ -37,6 +41,11 @@ PRESETS = {
                 eval_max_new_tokens=64, eval_batch_size=64, use_vllm=False, warmup_steps=0, elicit=False,
                 format_warmup='value', format_warmup_steps=8, eval_temperature=0.6, eval_top_p=0.95,
                 rollout_sampling='eval', save_steps=4,  # a checkpoint of the 135M model and its teacher: 2 GB
+                # ours: the K = 4 distilled rollouts reused, leave-one-out targets. Every committed laptop run (the README's
+                # main job, the arithmetic grid's 3-seed pairs) measured this scheme; the paper's would distil 1 trajectory
+                # per prompt instead of 4 and sample 5 per prompt instead of 4, so a 6-step demo would train on a quarter
+                # of the completions for more generation, on a machine where generation is most of a step
+                sampling_scheme='leave-one-out',
                 gradient_checkpointing=False),  # 16 short sequences of a 135M model need no memory saving; recomputing
                                                 # the activations would cost about a third of every step
 }
@@ -79,6 +88,11 @@ class RunArguments:
                                              default=None)
     eval_temperature: float | None = _h("evaluation sampling temperature (Table 6 validation: 0.6)", default=None)
     eval_top_p: float | None = _h("evaluation nucleus mass (Table 6 validation: 0.95)", default=None)
+    sampling_scheme: str | None = _h("how the trajectories distilled and the K rollouts behind mu_hat are sampled: 'paper' "
+                                     "(SDFT: one distilled trajectory per prompt and K apart; SDPO: its group reused, plain "
+                                     "mean), 'leave-one-out' (ours: K distilled, each target the mean of the other K - 1) or "
+                                     "'released' (the authors' code: K distilled, in-sample mean, two decimals); "
+                                     "caopd.methods.SAMPLING_SCHEMES", default=None)
     rollout_sampling: str | None = _h("how training rollouts are sampled: 'eval' (the evaluation's temperature and "
                                       "top-p, so mu_hat is the deployed policy's success rate) or 'paper' (Table 6's "
                                       "training temperature 1.0)", default=None)
@@ -93,6 +107,9 @@ class RunArguments:
                                    "'paper' without a GPU), 1 on CPU; >1 launches accelerate (GPU) or torchrun (CPU)",
                                    default=None)
     lora_r: int | None = _h("LoRA rank (PEFT adapters on all linear layers); None: full fine-tuning", default=None)
+    fsdp_offload: bool = _h("FSDP2 CPU offload (accelerate's fsdp_offload_params): the sharded weights, gradients, "
+                            "optimizer states and teacher in host RAM, so Qwen3-14B and 32B fit the paper's node, at "
+                            "the cost of slower steps (ours; the paper does not say how it fit them)", default=False)
     gpu: str = _h("GPU type for the memory plan: 'auto' (the visible one; H200 for preset 'paper' without a GPU), "
                   "a name of caopd.preflight.GPUS, or 'cpu'", default='auto')
     dtype: str = _h("compute dtype of training (bf16 mixed precision or float32) and evaluation (the weights): 'auto' "
@@ -155,6 +172,7 @@ RUN_RULES = {  # field: (rule, why); None (the preset's value) always passes
     'eval_temperature': (real(0), '0 is greedy; Table 6 validation: 0.6'),
     'eval_top_p': (real(0, 1, lo_open=True), 'the nucleus mass; 1 keeps every token'),
     'rollout_sampling': (one_of(*ROLLOUT_SAMPLING), ''),
+    'sampling_scheme': (one_of(*SAMPLING_SCHEMES), 'caopd.methods.SAMPLING_SCHEMES says what each samples'),
     'backend': (one_of(*(b for b in BACKENDS if b != 'openai')), 'the trained checkpoint is evaluated on this machine'),
     'vllm_mode': (one_of('colocate', 'server'), "TRL's two vLLM modes"),
     'num_processes': (integer(1), 'None: one per visible GPU'), 'lora_r': (integer(1), 'None: full fine-tuning'),
@@ -162,7 +180,7 @@ RUN_RULES = {  # field: (rule, why); None (the preset's value) always passes
     'gpu': (one_of('auto', 'cpu', *GPUS), 'the GPUs caopd.preflight has memory figures for'),
     'save_steps': (integer(1), 'optimizer steps between checkpoints'),
     'seed': (integer(0), 'numpy and torch take seeds >= 0'), 'out': (nonempty, 'the run folder'),
-    **{f: (boolean, '') for f in ('gradient_checkpointing', 'elicit', 'use_vllm', 'resume', 'push_to_hub', 'save_model',
+    **{f: (boolean, '') for f in ('gradient_checkpointing', 'elicit', 'use_vllm', 'fsdp_offload', 'resume', 'push_to_hub', 'save_model',
                                   'dry_run')},
     'format_warmup': (named(_warmup_mask), ''),  # last: a mask's name is checked against caopd.warmup, which imports TRL
 }
@@ -213,7 +231,9 @@ def resolve_settings(run:RunArguments) -> dict:
         raise Refusal(f"use_vllm=True (the {preset} preset's rollouts) but vLLM is not installed here: rebuild the "
                       f"environment with it (CAOPD_EXTRAS=vllm .ci/env true, or pip install 'caopd[vllm]'), or pass "
                       f"-p use_vllm False (--use_vllm false) to generate the rollouts with transformers")
-    dtype = run.dtype if run.dtype != 'auto' else 'bfloat16' if gpu else 'float32'
+    # a dry run of the paper's preset without a GPU plans the paper's node: its settings are the node's, not this machine's
+    node_gpu = gpu or (preset == 'paper' and run.dry_run)
+    dtype = run.dtype if run.dtype != 'auto' else 'bfloat16' if node_gpu else 'float32'
     if cfg['format_warmup'] in OFF: cfg['format_warmup'] = False
     overrides = json_object(run.trainer_overrides, 'trainer_overrides') or {}  # RUN_RULES checked it; set later: here
     check_no_credentials({**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)}, 'trainer_overrides': overrides},
@@ -251,24 +271,27 @@ def resolve_settings(run:RunArguments) -> dict:
     if server and world + s > node and not run.dry_run:
         raise Refusal(f"num_processes={world} training processes and vllm_server_gpus={s} need {world + s} GPUs; this "
                       f"node has {node}: pass num_processes={node - s} or fewer")
-    completions = cfg['prompts_per_step'] * cfg['K']
+    from caopd.baselines import sampling_fields  # loads TRL: only for a run that got this far
+    sampling = sampling_fields(run.method, cfg['sampling_scheme'], cfg['K'])  # the TRL config fields of the scheme
+    G = sampling['num_generations']  # trajectories distilled per prompt: TRL's group
+    completions = cfg['prompts_per_step'] * G
     if run.per_device_train_batch_size is None:  # the preset's micro-batch, shrunk to divide a step's completions
         cfg['per_device_train_batch_size'] = math.gcd(cfg['per_device_train_batch_size'], max(1, completions // world))
     b = cfg['per_device_train_batch_size']
-    if completions % (b * world) or (b % cfg['K'] and cfg['K'] % b):
-        raise Refusal(f"prompts_per_step x K = {completions} completions must split into micro-batches of "
-                         f"per_device_train_batch_size x processes = {b} x {world} that hold whole groups of K = "
-                         f"{cfg['K']} or divide one: change prompts_per_step, per_device_train_batch_size or num_processes")
+    if completions % (b * world) or (b % G and G % b):
+        raise Refusal(f"prompts_per_step x {G} distilled per prompt = {completions} completions must split into "
+                      f"micro-batches of per_device_train_batch_size x processes = {b} x {world} that hold whole groups "
+                      f"of {G} or divide one: change prompts_per_step, per_device_train_batch_size or num_processes")
     return dict(model=model_name, start=start, data_dir=run.data_dir, domain=domain, method=run.method,
                 eval_domain=eval_domain, train_domains=train_domains, warmup_domains=warmup_domains,
                 protocol=protocol(train_domains, eval_domain) if run.init_from is None or is_run(run.init_from) else 'ct',
                 init_from=run.init_from, preset=preset,
-                scale='gpu' if gpu else 'cpu', dtype=dtype, seed=run.seed, backend=run.backend, **cfg,
+                scale='gpu' if node_gpu else 'cpu', dtype=dtype, seed=run.seed, backend=run.backend, **cfg, sampling=sampling,
                 gradient_accumulation_steps=completions // (b * world), world_size=world, vllm_mode=run.vllm_mode,
                 # server mode: which GPUs (by index on the node) train and which serve rollouts
                 server_gpus=list(range(node - s, node)) if server else None,
                 training_gpus=list(range(world)) if server else None,
-                lora_r=run.lora_r, resume=run.resume, report_to=run.report_to,
+                lora_r=run.lora_r, fsdp_offload=run.fsdp_offload, resume=run.resume, report_to=run.report_to,
                 run_name=run.run_name or Path(out).name, push_to_hub=run.push_to_hub, hub_model_id=run.hub_model_id,
                 trainer_overrides=overrides, save_model=run.save_model, out=str(out),
                 environment=environment_record(),  # package versions and the git commit of this checkout

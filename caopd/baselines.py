@@ -13,9 +13,9 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from .confidence import parse_confidence
-from .config import CaOPDSDFTConfig, CaOPDSDPOConfig
+from .config import CaOPDConfig, CaOPDSDFTConfig, CaOPDSDPOConfig
 from .data import check_domain, load_domain
-from .methods import TRAINABLE, check_method
+from .methods import SAMPLING_SCHEMES, TRAINABLE, check_method
 from .models import chat_template_kwargs, load_tokenizer, model_path
 from .trainer import CaOPDSDFTTrainer, CaOPDSDPOTrainer
 from .verifiers import completion_text, domain_reward, verify
@@ -23,7 +23,8 @@ from .verifiers import completion_text, domain_reward, verify
 # %% auto #0
 __all__ = ['RLCR_FORMATS', 'RLCR_REWARD_WEIGHTS', 'METHODS', 'grpo_reward_funcs', 'rlcr_confidence', 'brier_reward',
            'rlcr_format_reward', 'rlcr_accuracy_reward', 'rlcr_brier_reward', 'rlcr_reward_funcs', 'BaselineGRPOConfig',
-           'RLCRConfig', 'MethodSpec', 'method_spec', 'device_defaults', 'method_config', 'build_trainer']
+           'RLCRConfig', 'MethodSpec', 'method_spec', 'sampling_fields', 'device_defaults', 'method_config',
+           'build_trainer']
 
 # %% ../nbs/08_baselines.ipynb #c006
 def grpo_reward_funcs(domain:str, # 'chemistry' or 'tooluse'
@@ -107,13 +108,13 @@ def rlcr_reward_funcs(domain:str, # 'chemistry' or 'tooluse'
 # %% ../nbs/08_baselines.ipynb #c027
 @dataclass
 class BaselineGRPOConfig(GRPOConfig):
-    "`GRPOConfig` with the training settings of the paper's Table 8, shared by every method."
-    num_generations: int | None = field(default=8, metadata={"help": "K: completions per prompt (Table 8: 8)."})
-    temperature: float = field(default=1.0, metadata={"help": "Rollout temperature (Table 8: 1.0)."})
-    learning_rate: float = field(default=1e-5, metadata={"help": "AdamW learning rate (Table 8: 1e-6, 1e-5 or 2e-5)."})
-    warmup_steps: float = field(default=10, metadata={"help": "Warmup steps (Table 8: 10)."})
-    weight_decay: float = field(default=0.01, metadata={"help": "Weight decay (Table 8: 0.01)."})
-    max_grad_norm: float = field(default=1.0, metadata={"help": "Gradient clip norm (Table 8: 1.0)."})
+    "`GRPOConfig` with the training settings of the paper's Table 6, shared by every method."
+    num_generations: int | None = field(default=8, metadata={"help": "K: completions per prompt (Table 6: 8)."})
+    temperature: float = field(default=1.0, metadata={"help": "Rollout temperature (Table 6: 1.0)."})
+    learning_rate: float = field(default=1e-5, metadata={"help": "AdamW learning rate (Table 6: 1e-6, 1e-5 or 2e-5)."})
+    warmup_steps: float = field(default=10, metadata={"help": "Warmup steps (Table 6: 10)."})
+    weight_decay: float = field(default=0.01, metadata={"help": "Weight decay (Table 6: 0.01)."})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "Gradient clip norm (Table 6: 1.0)."})
 
 @dataclass
 class RLCRConfig(BaselineGRPOConfig):
@@ -152,6 +153,25 @@ def method_spec(method:str, # a name in `METHODS`
                ) -> MethodSpec:
     "The spec of `method`; a clear error listing the methods otherwise (`caopd.methods.check_method`)."
     return METHODS[check_method(method)]
+
+# %% ../nbs/08_baselines.ipynb #smp2
+def sampling_fields(method:str, # a name in `METHODS`
+                    scheme:str, # a name in `caopd.methods.SAMPLING_SCHEMES`: 'paper', 'leave-one-out' or 'released'
+                    K:int, # rollouts per prompt behind mu_hat (Table 6: 8)
+                   ) -> dict:
+    "The config fields that make `method` sample as `scheme` says: the trajectories it distils per prompt, the rollouts behind mu_hat."
+    spec = method_spec(method)
+    if scheme not in SAMPLING_SCHEMES:
+        raise ValueError(f"sampling_scheme={scheme!r}: use one of {', '.join(map(repr, SAMPLING_SCHEMES))}")
+    if not issubclass(spec.config, CaOPDConfig): return dict(num_generations=K)  # GRPO, RLCR: a group of K in every scheme
+    calibrate = spec.defaults.get('calibrate', True)
+    if scheme == 'paper' and issubclass(spec.config, CaOPDSDFTConfig):
+        if not calibrate: return dict(num_generations=1)  # SDFT itself: one trajectory, no rollout for mu_hat
+        return dict(num_generations=1, confidence_sampling='separate', num_confidence_rollouts=K, confidence_leave_one_out=False)
+    reused = dict(num_generations=K, confidence_sampling='reuse')
+    if scheme == 'paper': return dict(reused, confidence_leave_one_out=False)  # SDPO: the group's plain mean
+    if scheme == 'leave-one-out': return dict(reused, confidence_leave_one_out=True)
+    return dict(reused, confidence_leave_one_out=False, confidence_decimals=2)  # 'released'
 
 # %% ../nbs/08_baselines.ipynb #c031
 def device_defaults() -> dict:

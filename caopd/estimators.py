@@ -22,6 +22,7 @@ def empirical_confidence(
     leave_one_out: bool = False,  # each row's estimate from the other K - 1 rollouts of its prompt (needs K >= 2)
     earlier: torch.Tensor | None = None,  # 'shrunken': success counts (of K) of earlier steps' prompts, in every prompt's fit
     extra: tuple | None = None,  # (successes, rollouts), each (..., prompts): more scored rollouts of each prompt (adaptive)
+    rows: bool = True,  # the K rows' own outcomes count; False: each prompt's estimate rests on `extra` alone (drawn apart)
 ) -> torch.Tensor:  # (..., N) float, mu_hat of each row's prompt (equal within a group unless leave_one_out)
     "mu_hat(x) = (1/K) sum_k R(x, a_k) for every group of K consecutive rows (leading axes: separate steps), or each row's leave-one-out estimate."
     success = torch.as_tensor(success).float()
@@ -30,6 +31,9 @@ def empirical_confidence(
         raise ValueError(f"group_size must be a positive int (K rollouts per prompt), got {group_size!r}.")
     if success.shape[-1] % group_size:
         raise ValueError(f"{success.shape[-1]} outcomes do not split into groups of K={group_size} rollouts per prompt.")
+    if not rows and (extra is None or leave_one_out):
+        raise ValueError("rows=False estimates each prompt from the rollouts drawn apart: pass them as extra, without "
+                         "leave_one_out (no row's own outcome is in its estimate to leave out).")
     if leave_one_out and group_size < 2:
         raise ValueError("leave_one_out needs K >= 2 rollouts per prompt (the others of a row's group), got K=1.")
     K = int(group_size)
@@ -40,7 +44,7 @@ def empirical_confidence(
         if more_s.shape != counts.shape or more_n.shape != counts.shape:
             raise ValueError(f"extra must hold one count per prompt {tuple(counts.shape)}, got "
                              f"{tuple(more_s.shape)} and {tuple(more_n.shape)}.")
-        total, n = counts + more_s, n + more_n
+        total, n = (counts + more_s, n + more_n) if rows else (more_s, more_n)
         if estimator == "shrunken" and not (n == n.flatten()[0]).all():
             raise ValueError("estimator='shrunken' fits its prior on equal rollout counts; with extra rollouts of "
                              "unequal number per prompt (adaptive allocation) use 'frequency' or 'beta'.")

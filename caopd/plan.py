@@ -14,8 +14,8 @@ from .data import shipped_path
 _log = logging.getLogger(__name__)  # the library's messages: caopd/__init__.py shows them, logging silences them
 
 # %% auto #0
-__all__ = ['OPTIMIZER_PLANS', 'NODES', 'plan_node', 'plan_overrides', 'run_memory_plan', 'check_plan', 'server_plan', 'plan_row',
-           'plan_text', 'recipe_runs', 'nodes_markdown', 'plans_markdown']
+__all__ = ['OPTIMIZER_PLANS', 'NODES', 'plan_node', 'plan_overrides', 'generation_batch', 'run_memory_plan', 'check_plan',
+           'server_plan', 'plan_row', 'plan_text', 'recipe_runs', 'nodes_markdown', 'plans_markdown']
 
 # %% ../nbs/12b_plan.ipynb #9e22eac4
 def plan_node(settings:dict, gpu:str='auto') -> dict:
@@ -31,7 +31,8 @@ def plan_node(settings:dict, gpu:str='auto') -> dict:
     here = torch.cuda.is_available()  # planning the node it runs on: check loading against this machine's RAM
     return dict(device=gpu, capacity_gib=capacity, max_gpus=torch.cuda.device_count() if here else None,  # the node's
                 n_gpus=settings['world_size'], fsdp=settings['world_size'] > 1 and gpu != 'cpu',
-                lora_r=settings['lora_r'], use_vllm=bool(settings['use_vllm']) and settings['vllm_mode'] == 'colocate',
+                lora_r=settings['lora_r'], offload=settings['fsdp_offload'],
+                use_vllm=bool(settings['use_vllm']) and settings['vllm_mode'] == 'colocate',
                 host_ram_gib=gpu_capacity_gib('cpu') if here else None)
 
 OPTIMIZER_PLANS = {'adamw_torch_fused': 'adamw', 'adamw_torch': 'adamw_foreach', 'adamw_8bit': 'adamw_8bit',
@@ -51,6 +52,15 @@ def plan_overrides(overrides:dict, # `settings['trainer_overrides']`: fields of 
     if o.get('optim') in OPTIMIZER_PLANS: out['optimizer'] = OPTIMIZER_PLANS[o['optim']]
     return out
 
+def generation_batch(settings:dict) -> int:
+    "Sequences one process's largest transformers `generate()` call of a step holds: its distilled rollouts, or the K apart."
+    # TRL generates a process's completions of a step in one call (steps_per_generation micro-batches); the paper's SDFT
+    # then draws each of those prompts' K rollouts for mu_hat in one more call (`CaOPDMixin._draw_more_rollouts`)
+    s = settings['sampling']
+    distilled = settings['per_device_train_batch_size'] * settings['gradient_accumulation_steps']
+    apart = s.get('num_confidence_rollouts') or 0 if s.get('confidence_sampling') == 'separate' else 0
+    return max(distilled, distilled // s['num_generations'] * apart)
+
 def run_memory_plan(settings:dict, gpu:str='auto'):
     "The run's `caopd.preflight.MemoryPlan` per GPU (or for this machine's RAM), from the model's config alone."
     from caopd.preflight import memory_plan, model_spec
@@ -58,8 +68,7 @@ def run_memory_plan(settings:dict, gpu:str='auto'):
     return memory_plan(spec, settings['method'], K=settings['K'], completion_len=settings['max_completion_length'],
                        micro_batch=settings['per_device_train_batch_size'],
                        gradient_checkpointing=settings['gradient_checkpointing'],
-                       # TRL generates a process's completions of a step in one call (steps_per_generation micro-batches)
-                       generation_batch=settings['per_device_train_batch_size'] * settings['gradient_accumulation_steps'],
+                       generation_batch=generation_batch(settings),
                        **plan_node(settings, gpu), **plan_overrides(settings['trainer_overrides']))
 
 def check_plan(settings:dict, # `resolve_settings(...)`
@@ -142,7 +151,7 @@ def nodes_markdown(runs:list[tuple[str, dict]], # (name, parameters), e.g. `read
             r = plan_row(name, params, gpu, fixes=False, num_processes=n)
             cells.append(r['fits'] and r['world'] <= n)  # a run that names more processes than the node has GPUs: no
         kind = 'self-distillation' if r['method'] in SELF_DISTILLATION else 'GRPO/RLCR'
-        lora = f", LoRA r={params['lora_r']}" if params.get('lora_r') else ''
+        lora = (f", LoRA r={params['lora_r']}" if params.get('lora_r') else '') + (', CPU offload' if params.get('fsdp_offload') else '')
         key = (r['model'], f'{kind}{lora}', r['K']) if collapse else (name, f"{r['method']}{lora}", r['K'])
         groups.setdefault(key, []).append(cells)
     cell = lambda fits: 'yes' if all(fits) else 'no' if not any(fits) else f'{sum(fits)} of {len(fits)}'

@@ -199,16 +199,17 @@ class MemoryPlan:
 def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
                 method:str='caopd-sdft', # a method of `caopd.methods.TRAINABLE`
                 K:int=8, # rollouts per prompt (mu_hat's K; sets how many sequences vLLM should hold at once)
-                prompt_len:int=2048, # T_p: prompt tokens (Table 8: max prompt length 2048)
-                completion_len:int=8192, # T_c: response tokens (Table 8: max response length 8192)
+                prompt_len:int=2048, # T_p: prompt tokens (Table 6: max prompt length 2048)
+                completion_len:int=8192, # T_c: response tokens (Table 6: max response length 8192)
                 micro_batch:int=8, # B: completions per GPU micro-batch (`per_device_train_batch_size`)
                 n_gpus:int=1, # GPUs of the run (processes)
                 fsdp:bool=False, # FSDP2: shard weights, gradients, optimizer and teacher over the GPUs
+                offload:bool=False, # FSDP2's CPU offload (accelerate's fsdp_offload_params): those shards in host RAM
                 lora_r:int|None=None, # LoRA rank (adapters on all linear layers); None: full fine-tuning
                 gradient_checkpointing:bool=True, # TRL 1.16's default
                 vllm_gpu_memory_utilization:float=0.3, # vLLM colocate's share of each GPU (TRL's default 0.3)
                 dtype:str='float32', # dtype the weights are loaded in (TRL's default: float32; `model_init_kwargs`)
-                optimizer:str='adamw', # 'adamw' (Table 8), 'adamw_8bit' or 'sgd'
+                optimizer:str='adamw', # 'adamw' (Table 6), 'adamw_8bit' or 'sgd'
                 use_vllm:bool=True, # vLLM colocated for rollouts (the paper's preset)
                 vllm_tensor_parallel_size:int=1, # GPUs one vLLM engine spans
                 vllm_sleep:bool=False, # TRL's `vllm_enable_sleep_mode`: vLLM releases its memory during the step
@@ -265,6 +266,14 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
                 gather = N * b  # root-only fully_shard: the teacher's forward gathers all of it at the compute dtype
     if fsdp and n_gpus > 1:  # the student's per-layer all-gather: current + prefetched layer at compute dtype
         gather += 2 * spec.layer_params * b
+    if offload and fsdp and n_gpus > 1:  # FSDP2's CPUOffloadPolicy, which TRL's prepare_fsdp gives the teacher too
+        states = (weights + grads + opt + teacher) * s  # every rank's shards, in the node's host RAM
+        weights = grads = opt = teacher = 0.0
+        notes.append(f"FSDP2 CPU offload: {states / GIB:.0f} GiB of sharded weights, gradients, optimizer states and "
+                     f"teacher in the node's host RAM; every micro-batch copies each rank's {N * train_w / s / GIB:.1f} "
+                     f"GiB shard of the weights in for the forward and again for the backward and its gradients out, "
+                     f"and AdamW steps on the CPU (not measured: slower steps, by how much depends on PCIe and the CPUs)")
+    elif offload: notes.append('CPU offload needs FSDP2 over 2 or more GPUs: not counted')
     # activations
     T = prompt_len + completion_len
     tokens = micro_batch * T
@@ -346,6 +355,7 @@ def _families(plan:MemoryPlan) -> dict:
             fam['vllm_tp'] = [dict(vllm_tensor_parallel_size=t) for t in tp]
     if st['dtype'] == 'float32': fam['bf16_weights'] = [dict(dtype='bfloat16')]
     if not st['use_vllm'] and st['device'] != 'cpu' and st.get('generation_batch'): fam['vllm_on'] = [dict(use_vllm=True)]
+    if st['device'] != 'cpu' and not st.get('offload') and (st['fsdp'] or more): fam['offload'] = [dict(offload=True)]
     if not st['lora_r']: fam['lora'] = [dict(lora_r=16)]
     return fam
 
@@ -356,6 +366,7 @@ def describe_fix(change:dict) -> str:
         if k == 'n_gpus': words.append(f'{v} GPUs with FSDP2 (num_processes={v})')
         elif k == 'fsdp': continue
         elif k == 'gradient_checkpointing': words.append('gradient checkpointing (gradient_checkpointing=True)')
+        elif k == 'offload': words.append('FSDP2 CPU offload of the sharded states (fsdp_offload=True; slower steps)')
         elif k == 'micro_batch': words.append(f'per_device_train_batch_size={v} (more gradient accumulation)')
         elif k == 'completion_len': words.append(f'shorter responses (max_completion_length={v})')
         elif k == 'vllm_gpu_memory_utilization':
@@ -627,7 +638,7 @@ def measure_cpu_peak(model:str='smollm2-135m-instruct', # a model `caopd.models.
                      prompt_len:int=350, # T_p
                      completion_len:int=64, # T_c
                      teacher_prompt_len:int|None=None, # teacher context tokens (default prompt + one response)
-                     topk:int=100, # top-K of the loss (Table 8: 100)
+                     topk:int=100, # top-K of the loss (Table 6: 100)
                      threads:int=1, # torch threads of the subprocess (keep a shared machine usable)
                     ) -> dict:
     "Peak RSS growth (GiB) of two CaOPD training steps on CPU in a subprocess: with and without gradient checkpointing."

@@ -78,7 +78,7 @@ from fastcore.basics import patch
 RUN_IDENTITY = (  # the settings (`caopd.arguments.resolve_settings`, then `select_prompts`) that define a run
     'model', 'init_from', 'method', 'domain', 'eval_domain', 'seed',  # what starts, from where, trained on what
     'K', 'learning_rate', 'max_steps', 'num_train_epochs', 'prompts_per_step', 'max_completion_length', 'warmup_steps',
-    'rollout_sampling', 'lora_r', 'trainer_overrides', 'dtype',  # the method's config and its compute dtype
+    'rollout_sampling', 'sampling_scheme', 'lora_r', 'trainer_overrides', 'dtype',  # the method's config, its compute dtype
     'n_train', 'train_prompts_sha256',  # the training prompts: how many, and which (data folder, data version, draw)
     'format_warmup', 'format_warmup_steps', 'warmup_domains', 'warmup_prompts_sha256',  # the format warm-up
     'eval_limit', 'eval_samples', 'eval_max_new_tokens', 'eval_temperature', 'eval_top_p', 'elicit',

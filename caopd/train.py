@@ -24,8 +24,8 @@ from .runfolder import is_run
 # %% auto #0
 __all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'trainer_config', 'lora_config', 'method_args', 'Callback',
            'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained', 'TrainingDone', 'StopWhenTrained',
-           'end_process_group', 'train', 'launch_command', 'server_command', 'vllm_server', 'run_logged', 'dry_run',
-           'main']
+           'end_process_group', 'train', 'launch_command', 'server_command', 'vllm_server', 'run_logged',
+           'sampling_text', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:dict, # `resolve_settings(...)`
@@ -114,7 +114,7 @@ def trainer_config(settings:dict, # `resolve_settings(...)`
                    folder:RunFolder, # the run folder (checkpoints go to its trainer/)
                   ) -> dict:
     "The method's TRL config fields for this run (`caopd.baselines.method_config` adds the method's own values)."
-    cfg = dict(num_generations=settings['K'], learning_rate=settings['learning_rate'], max_steps=settings['max_steps'],
+    cfg = dict(**settings['sampling'], learning_rate=settings['learning_rate'], max_steps=settings['max_steps'],
                num_train_epochs=settings['num_train_epochs'],
                per_device_train_batch_size=settings['per_device_train_batch_size'],
                gradient_accumulation_steps=settings['gradient_accumulation_steps'],
@@ -147,7 +147,7 @@ def lora_config(settings:dict):
                       task_type='CAUSAL_LM')
 
 # %% ../nbs/13_train.ipynb #c019
-def method_args(settings:dict, folder:RunFolder):
+def method_args(settings:dict, folder:RunFolder, cfg:dict|None=None):
     """The method's TRL config object for this run, built without loading the model (what a dry run prints).
 
     TRL derives the generation batch from the processes that are running (`generation_batch_size = per-device batch x
@@ -155,8 +155,14 @@ def method_args(settings:dict, folder:RunFolder):
     therefore built with the N processes' batch on its one device, then given back its per-device batch: the fields
     it shows are those each of the N processes computes."""
     from caopd.baselines import method_config
-    cfg = trainer_config(settings, folder)
+    cfg = cfg or trainer_config(settings, folder)
     planned, here = settings['world_size'], int(os.environ.get('WORLD_SIZE', 1))
+    import torch
+    if settings['scale'] == 'gpu' and not torch.cuda.is_available():  # a dry run's plan of the GPU node, built here:
+        cfg['use_cpu'] = True  # transformers builds a bf16 config only beside a GPU or with use_cpu; the node's has neither
+        args = method_args(settings | dict(scale='cpu'), folder, cfg)
+        args.use_cpu = False  # what the node's processes build
+        return args
     if planned == here: return method_config(settings['method'], folder.trainer, **cfg)
     if here != 1:
         raise Refusal(f"{planned} training processes are planned but {here} are running (WORLD_SIZE={here}): launch as "
@@ -320,8 +326,9 @@ def launch_command(run:RunArguments, settings:dict|None=None) -> list[str]:
         return ['env', _gpus(settings['training_gpus']), *launch_command(run, {**settings, 'training_gpus': None})]
     if n == 1: return [sys.executable, *args]
     if torch.cuda.is_available() or settings['preset'] == 'paper':
+        offload = ['--fsdp_offload_params', 'true'] if settings['fsdp_offload'] else []  # over the recipe's false
         return ['accelerate', 'launch', '--config_file', str(recipe_path('accelerate_fsdp2.yaml')),
-                '--num_processes', str(n), *args]
+                '--num_processes', str(n), *offload, *args]
     return [sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', str(n), *args]
 
 def _gpus(ids:list[int]) -> str: return 'CUDA_VISIBLE_DEVICES=' + ','.join(map(str, ids))
@@ -390,6 +397,17 @@ def run_logged(cmd:list[str], # the command, e.g. `launch_command(run)`
     return rc
 
 # %% ../nbs/13_train.ipynb #c031
+def sampling_text(settings:dict) -> str:
+    "How a run samples each optimizer step, in words: the trajectories it distils and the rollouts behind mu_hat."
+    s, P = settings['sampling'], settings['prompts_per_step']
+    G, K = s['num_generations'], s.get('num_confidence_rollouts')
+    text = f"{settings['sampling_scheme']} scheme, {P} prompts x {G} distilled per prompt = {P * G} trajectories a step"
+    if s.get('confidence_sampling') == 'separate' and K:
+        return f"{text}; mu_hat from K = {K} more rollouts per prompt, drawn apart and scored only ({P * K} a step)"
+    if s.get('confidence_sampling') is None: return text  # GRPO, RLCR: no mu_hat
+    mean = 'leave-one-out mean of the other' if s.get('confidence_leave_one_out') and G > 1 else 'mean of the'
+    return f"{text}; mu_hat: the {mean} {G} distilled rollouts of the prompt"
+
 def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dict:
     "Build every config of `run`, print the launch command and the memory plan; raise when the plan cannot fit."
     settings = settings or resolve_settings(dataclasses.replace(run, dry_run=True))  # a plan: no GPU or vLLM needed here
@@ -408,6 +426,11 @@ def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dic
                   "stop (run it on a GPU node)")
         print(f"{type(args).__name__} (fields that differ from TRL's defaults):")
         for k, v in changed.items(): print(f'  {k} = {v!r}')
+        print(f'sampling: {sampling_text(settings)}')
+        clip = getattr(args, 'distillation_is_clip', None)
+        if clip is not None and args.steps_per_generation <= args.gradient_accumulation_steps:
+            print(f"distillation_is_clip = {clip} (Table 6's rollout importance-sampling clip) has no effect here: TRL "
+                  f"computes rollout log-probs only when one generation batch feeds several optimizer steps")
         print(f'memory: {plan.summary()}')
         if server: print(f"{server_plan(settings, run.gpu)}; started first (the notebook does it): {shlex.join(server)}")
         print('launch: ' + shlex.join(cmd))

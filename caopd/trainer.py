@@ -48,10 +48,18 @@ class CaOPDMixin:
         "K of the current mode: rollouts per prompt in training, `num_generations_eval` in evaluation."
         return self.num_generations if self.model.training else self.num_generations_eval
 
+    def _apart(self) -> bool:
+        "Whether this step's mu_hat rests on rollouts drawn apart from the distilled ones (training only: evaluation scores its own)."
+        return self.args.confidence_sampling == "separate" and self.model.training
+
     def _confidence_passes(self) -> int:
-        "Rounds of num_generations rollouts per prompt behind mu_hat: `num_confidence_rollouts / num_generations` in training (at most, when adaptive), else 1."
+        "Rounds of num_generations rollouts per prompt behind mu_hat when they are reused: `num_confidence_rollouts / num_generations` in training (at most, when adaptive), else 1."
         k = self.args.num_confidence_rollouts
-        return k // self.num_generations if k and self.model.training else 1
+        return k // self.num_generations if k and self.model.training and not self._apart() else 1
+
+    def _draws_more(self) -> bool:
+        "Whether this step draws scored-only rollouts: apart from the distilled ones, or rounds beyond them."
+        return (self._apart() and bool(self.args.num_confidence_rollouts)) or self._confidence_passes() > 1
 
     def _adaptive(self) -> bool:
         "Whether this step draws the rollouts behind mu_hat adaptively (training only: evaluation scores its own)."
@@ -59,10 +67,12 @@ class CaOPDMixin:
 
     def _leave_one_out(self) -> bool:
         "Whether targets are leave-one-out estimates: asked for, and at least 2 rollouts per prompt scored."
-        return self.args.confidence_leave_one_out and self._group_size() * self._confidence_passes() >= 2
+        return (not self._apart() and self.args.confidence_leave_one_out
+                and self._group_size() * self._confidence_passes() >= 2)
 
     def _rollout_counts(self) -> tuple[int, ...]:
         "How many rollouts a prompt's mu_hat can rest on this step (adaptive: num_generations, twice that, ... up to the budget)."
+        if self._apart(): return (self.args.num_confidence_rollouts,)
         G, R = self._group_size(), self._confidence_passes()
         return tuple(range(G, R * G + 1, G)) if self._adaptive() else (R * G,)
 
@@ -254,10 +264,12 @@ def _empirical_confidence(self: CaOPDMixin, local_success: torch.Tensor, extra: 
     B, G, a = len(local_success), self._group_size(), self.args
     outcomes = self.accelerator.gather(local_success)  # (P*B,) every process's rows, in global order
     counts = outcomes.view(-1, G).sum(1)
-    drawn = (counts, torch.full_like(counts, G)) if extra is None else (counts + extra[0], G + extra[1])
+    apart = self._apart() and extra is not None  # the paper's SDFT: the distilled rows' own outcomes are not in it
+    drawn = (counts, torch.full_like(counts, G)) if extra is None else tuple(extra) if apart else (
+        counts + extra[0], G + extra[1])
     earlier = self._earlier_counts(*drawn)
     mu_all = empirical_confidence(outcomes, G, a.confidence_estimator, a.confidence_prior, self._leave_one_out(),
-                                  earlier, extra)
+                                  earlier, extra, rows=not apart)
     start = self.accelerator.process_index * B
     return mu_all[start:start + B], mu_all, outcomes, drawn
 
@@ -385,7 +397,7 @@ def _prepare_training_batch(self: CaOPDSDFTTrainer, inputs):
         ids_list = self._get_completion_ids_list(batch)
         refs = self._reference_answers(prompts, contexts) if self.args.confidence_target == "ta-sc" else None
         success = (self._confidence_rewards(inputs, prompts, ids_list, refs) >= self.args.success_reward_threshold).float()
-        extra = self._draw_more_rollouts(inputs, prompts, success, refs) if self._confidence_passes() > 1 else None
+        extra = self._draw_more_rollouts(inputs, prompts, success, refs) if self._draws_more() else None
         mu_local, mu_all, all_success, drawn = self._empirical_confidence(success, extra)
         if self.args.confidence_target == "ta-sc":  # the outcomes were agreement; accuracy stays the verifier's
             agreement = drawn[0].sum() / drawn[1].sum()  # every rollout behind mu_hat
@@ -425,22 +437,25 @@ def _generate_more(self: CaOPDMixin, prompt_ids: list[list[int]]) -> list[list[i
 
 @patch
 def _draw_more_rollouts(self: CaOPDMixin, inputs, prompts, first: torch.Tensor, references=None) -> tuple:
-    """(successes, rollouts) per prompt of the step (global order) of the scored-only rounds drawn after the distilled
-    rollouts, whose local outcomes are `first`: every prompt's (fixed) or those that disagree (adaptive); every
-    process takes part in every round."""
-    acc, G, args = self.accelerator, self.num_generations, self.args
-    budget = self._confidence_passes() * G
+    """(successes, rollouts) per prompt of the step (global order) of the scored-only rollouts: drawn apart from the
+    distilled ones, all K of a prompt in one round (`confidence_sampling='separate'`), or in rounds after the distilled
+    rollouts, whose local outcomes are `first`, for every prompt (fixed) or those that disagree (adaptive); every process
+    takes part in every round."""
+    acc, G, args, apart = self.accelerator, self.num_generations, self.args, self._apart()
+    budget = args.num_confidence_rollouts if apart else self._confidence_passes() * G
+    size = budget if apart else G  # rollouts a prompt gets per round
     more = ((lambda s, n: needs_more_rollouts(s, n, budget, args.adaptive_max_halfwidth)) if self._adaptive() else
             (lambda s, n: n < budget))
     outcomes = acc.gather(first.float().reshape(-1))  # (P*B,) the distilled rows of every process, global order
-    s0 = outcomes.view(-1, G).sum(1)
+    s0 = outcomes.view(-1, G).sum(1) * (not apart)  # apart: the distilled rollouts count for nothing
+    n0 = 0 if apart else G
     more_s, more_n = torch.zeros_like(s0), torch.zeros_like(s0)
     heads = None  # each prompt's row, prompt and reference: gathered once a round is needed (every process sees the same)
-    while todo := more(s0 + more_s, G + more_n).nonzero().flatten().tolist():
+    while todo := more(s0 + more_s, n0 + more_n).nonzero().flatten().tolist():
         if heads is None:
             local = list(zip(inputs, prompts, references or [None] * len(prompts)))
             heads = (gather_object(local) if acc.num_processes > 1 else local)[::G]
-        requests = [g for g in todo for _ in range(G)]  # a round: num_generations more of each such prompt
+        requests = [g for g in todo for _ in range(size)]  # a round: `size` more of each such prompt
         rows, texts, refs = zip(*[heads[g] for g in spread_requests(requests, acc.num_processes)[acc.process_index]])
         ids = self._generate_more(self._tokenize_prompts(list(texts)))
         scores = self._confidence_rewards(list(rows), list(texts), ids, list(refs))
@@ -509,7 +524,7 @@ def build(self: CaOPDTeacherContextBuilder, output, prompts, rewards, feedbacks=
     t, args = self.trainer, self.trainer.args
     mode = "train" if t.model.training else "eval"
     first = (rewards >= args.success_reward_threshold).float()  # SDPO's own criterion for a successful sibling
-    extra = t._draw_more_rollouts(t._rollout_rows, prompts, first) if t._confidence_passes() > 1 else None
+    extra = t._draw_more_rollouts(t._rollout_rows, prompts, first) if t._draws_more() else None
     mu_local, mu_all, all_success, drawn = t._empirical_confidence(first, extra)
     texts = t.processing_class.batch_decode(t._get_completion_ids_list(output), skip_special_tokens=True)
     t._log_rollout_metrics(mode, texts, mu_all, all_success, getattr(t, "_rollout_ids", None), drawn)

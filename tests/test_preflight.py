@@ -119,7 +119,7 @@ def test_paper_grid_table():
 
 
 def test_the_grid_dry_run_prints_each_runs_plan():
-    "caopd-runs --dry_run: every run's command, then its plan against the node, and the fix of one that does not fit."
+    "caopd-runs --dry_run: every run's command, then its plan against the node (32B fits with FSDP2 CPU offload)."
     import subprocess, sys
     res = subprocess.run([sys.executable, '-m', 'caopd.runs', 'nbs/grids/paper.yaml', '--dry_run', '--only', 'scaling-*-Qwen3-32B-*,scaling-*-Qwen3-0.6B-*'],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -129,7 +129,7 @@ def test_the_grid_dry_run_prints_each_runs_plan():
     assert runs and all(lines[i + 1].strip().startswith('plan on 4 x H200: ') for i in runs)
     plans = {lines[i].split(' runs/paper/')[1].split('/')[0].split(' ')[0]: lines[i + 1] for i in runs}
     assert len(plans) == 4 and all(p.endswith('fits') for n, p in plans.items() if 'Qwen3-0.6B' in n)
-    assert all('does NOT fit; it would fit with' in p for n, p in plans.items() if 'Qwen3-32B' in n)
+    assert all(p.endswith('fits') for n, p in plans.items() if 'Qwen3-32B' in n)
 
 
 def test_the_plan_is_not_below_the_peak_measured_on_an_h200():

@@ -8,7 +8,7 @@ start, `warmup/checkpoint`):
 For each kept rollout of those steps, the warmed start as teacher is shown the demonstration with the rollout's mu_hat
 written in (as training shows it) and the rollout up to `Confidence: `, and gives its distribution over the first
 digit. A student whose first digit does not yet depend on the prompt minimizes the step's summed reverse KL (the
-paper's divergence, Table 8) at the normalized geometric mean of those distributions
+paper's divergence, Table 6) at the normalized geometric mean of those distributions
 (`caopd.theory.reverse_kl_closed_form`), and the forward KL at their arithmetic mean. The script prints both.
 
 Measured (issue 19) on the cpu preset with stratified steps (`shuffle_dataset=False`: one prompt per level), the

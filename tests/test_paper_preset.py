@@ -1,0 +1,174 @@
+"""The `paper` preset against the paper: the TRL config each method's dry run builds for Qwen3-8B on the paper's node,
+checked row by row against Table 6 (`data/paper/table6_hyperparameters.csv`), Table 9 (`table9_cost_summary.csv`) and the
+sampling sentences of the text (`data/paper/sampling.csv`), each transcribed once. A change that drifts from the paper
+fails here."""
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from caopd.arguments import RunArguments
+from caopd.confidence import format_confidence
+from caopd.estimators import target_denominator
+from caopd.methods import TRAINABLE
+from caopd.train import dry_run
+
+PAPER = Path(__file__).resolve().parents[1]/'data'/'paper'
+TEX = Path(__file__).resolve().parents[2]/'shared'/'paper'/'caopd.tex'
+SDFT_FAMILY, SDPO_FAMILY = ('sdft', 'caopd-sdft', 'caopd-sdft-tasc'), ('sdpo', 'caopd-sdpo')
+
+
+def _rows(name):
+    return pd.read_csv(PAPER/name, keep_default_na=False, dtype=str)
+
+
+TABLE6 = {p: g['value'].tolist() for p, g in _rows('table6_hyperparameters.csv').groupby('parameter', sort=False)}
+SAMPLING = {(r.backbone, r.quantity): r.value for r in _rows('sampling.csv').itertuples()}
+COST = {(r.method, r.metric): r.printed for r in _rows('table9_cost_summary.csv').itertuples()}
+K = int(TABLE6['Number of rollouts for empirical target (K)'][0])
+
+
+def one(parameter):
+    "Table 6's single value of a row, as a number where it is one."
+    (v,) = TABLE6[parameter]
+    try: return float(v)
+    except ValueError: return v
+
+
+@pytest.fixture(scope='module')
+def plans():
+    return {m: dry_run(RunArguments(model='Qwen3-8B', method=m, preset='paper', dry_run=True), verbose=False)
+            for m in TRAINABLE}
+
+
+def test_transcriptions_are_the_papers():
+    "Every sentence the sampling table rests on is in the paper's text, word for word (whitespace aside)."
+    if not TEX.is_file(): pytest.skip(f'{TEX} is not here')
+    tex = re.sub(r'\s+', ' ', TEX.read_text())
+    for r in _rows('sampling.csv').itertuples():
+        assert re.sub(r'\s+', ' ', r.quote) in tex, f'sampling.csv: {r.quantity!r} quotes text the paper does not hold'
+
+
+@pytest.mark.parametrize('method', TRAINABLE)
+def test_table6(plans, method):
+    "The rows of Table 6 every method shares: lengths, batch, engine, temperatures, optimiser."
+    c, s = plans[method]['config'], plans[method]['settings']
+    assert c.max_completion_length == one('Max response length')
+    assert getattr(c, 'max_prompt_length', one('Max prompt length')) == one('Max prompt length')  # GRPO has no such field
+    questions = c.per_device_train_batch_size * c.gradient_accumulation_steps * s['world_size'] // c.num_generations
+    assert questions == s['prompts_per_step'] == one('Question batch size')
+    assert c.steps_per_generation == c.gradient_accumulation_steps  # mini batch = question batch: one update a batch
+    assert questions == one('Mini batch size')
+    assert c.use_vllm and one('Inference engine') == 'vLLM'
+    assert c.temperature == one('Rollout Temperature') and 'temperature' not in (c.generation_kwargs or {})
+    assert s['eval_samples'] in {int(v) for v in TABLE6['Number of rollouts']}
+    assert (s['eval_temperature'], s['eval_top_p']) == (one('Temperature'), one('Top-p'))
+    assert 'adamw' in str(c.optim).lower() and one('Optimizer') == 'AdamW'
+    assert c.learning_rate in {float(v) for v in TABLE6['Learning rate']}
+    assert (c.warmup_steps, c.weight_decay, c.max_grad_norm) == (one('Warmup steps'), one('Weight decay'),
+                                                                  one('Gradient Clip Norm'))
+    assert (c.bf16, c.use_cpu) == (True, False)  # the node's config, not this machine's
+
+
+@pytest.mark.parametrize('method', SDFT_FAMILY + SDPO_FAMILY)
+def test_distillation_loss(plans, method):
+    "Table 6's 'Distillation Loss (SDPO / CaOPD)' rows, for every self-distillation method."
+    c = plans[method]['config']
+    assert (c.distillation_mode, c.distillation_topk) == ('topk_logits', one('Top-K distillation'))
+    assert c.distillation_alpha == 1.0 and one('Distillation divergence') == 'Reverse-KL'
+    assert (c.teacher_model_kind, c.teacher_update_rate) == ('ema', one('Teacher-EMA update rate'))
+    assert c.distillation_is_clip == one('Rollout importance sampling clip')
+
+
+@pytest.mark.parametrize('method', SDFT_FAMILY)
+def test_sdft_sampling(plans, method):
+    "SDFT: one trajectory distilled per prompt; CaOPD adds K rollouts apart, whose mean is the target (j/K)."
+    c = plans[method]['config']
+    assert c.num_generations == int(SAMPLING['sdft', 'distilled_per_prompt'])
+    if not c.calibrate:  # SDFT itself draws nothing more
+        assert c.num_confidence_rollouts is None
+        return
+    assert SAMPLING['sdft', 'rollouts_apart_for_mu_hat'] == 'K' and COST['caopd-sdft', 'extra_rollout_sampling'] == 'K per prompt'
+    assert (c.confidence_sampling, c.num_confidence_rollouts) == ('separate', K)
+    assert SAMPLING['any', 'estimator'] == 'mean' and c.confidence_estimator == 'frequency'
+    k = target_denominator(c.num_confidence_rollouts, c.confidence_estimator, c.confidence_prior, c.confidence_decimals)
+    levels = {format_confidence(j / K, k) for j in range(K + 1)}
+    assert len(levels) == int(SAMPLING['any', 'target_levels_at_K_8']) and '0.125' in levels
+
+
+@pytest.mark.parametrize('method', SDPO_FAMILY)
+def test_sdpo_sampling(plans, method):
+    "SDPO: the group of K is distilled and reused for mu_hat with the plain mean; nothing is drawn apart."
+    c = plans[method]['config']
+    assert SAMPLING['sdpo', 'distilled_per_prompt'] == 'K' and c.num_generations == K
+    assert SAMPLING['sdpo', 'rollouts_apart_for_mu_hat'] == '0' and COST['caopd-sdpo', 'extra_rollout_sampling'] == 'None (reused)'
+    assert c.confidence_sampling == 'reuse' and c.num_confidence_rollouts is None
+    assert not c.confidence_leave_one_out and c.confidence_estimator == 'frequency'
+
+
+@pytest.mark.parametrize('method', ('grpo', 'rlcr'))
+def test_rl_group(plans, method):
+    assert plans[method]['config'].num_generations == K
+
+
+def test_drift_fails(plans):
+    "The check is not vacuous: a preset that distilled the K rollouts under SDFT would fail it."
+    c = plans['caopd-sdft']['config']
+    c.num_generations = 8
+    try:
+        with pytest.raises(AssertionError): test_sdft_sampling(plans, 'caopd-sdft')
+    finally: c.num_generations = 1
+
+
+# Every experiment the paper reports has a runnable configuration that plans on the paper's node
+GRID = 'nbs/grids/paper.yaml'
+
+
+@pytest.fixture(scope='module')
+def grid():
+    from caopd.runs import read_grid
+    return dict(read_grid(GRID)['runs'])
+
+
+def test_grid_covers_table6_sets(grid):
+    "Table 6's set-valued rows are each run: every learning rate, 8 and 16 validation samples (the preset's value included)."
+    from caopd.arguments import PRESETS
+    value = lambda params, k: params.get(k, PRESETS['paper'][k])
+    assert {value(p, 'learning_rate') for p in grid.values()} == {float(v) for v in TABLE6['Learning rate']}
+    assert {value(p, 'eval_samples') for p in grid.values()} == {int(v) for v in TABLE6['Number of rollouts']}
+    ks = {value(p, 'K') for p in grid.values() if p.get('method') == 'caopd-sdft' and p.get('model') == 'Qwen3-8B'}
+    assert {1, 2, 4, 8, 16, 32} <= ks  # Figure 6's K, 8 the main run's
+
+
+def test_grid_covers_ood_and_ct_for_both_models(grid):
+    "Tables 7-8: OOD and CT runs of SDFT and CaOPD (SDFT) for Qwen3-8B and Olmo-3-7B-Instruct, in both directions."
+    for model in ('Qwen3-8B', 'Olmo-3-7B-Instruct'):
+        for method in ('sdft', 'caopd-sdft'):
+            for train, test in (('chemistry', 'tooluse'), ('tooluse', 'chemistry')):
+                runs = [p for p in grid.values() if (p.get('model'), p.get('method'), p.get('domain')) == (model, method, train)]
+                assert any(p.get('eval_domain') == test for p in runs), (model, method, 'OOD', train, test)
+                ct = [p for p in grid.values() if (p.get('model'), p.get('method'), p.get('domain')) == (model, method, test)
+                      and p.get('init_from')]
+                assert len(ct) == 1 and ct[0]['init_from'].endswith(f"{model.split('-Instruct')[0].lower()}-{train}-{method}")
+
+
+def test_every_paper_run_plans_on_the_node(grid):
+    "Each run of the paper's grid fits four H200s as configured, Qwen3-14B and 32B included (FSDP2 CPU offload)."
+    from caopd.plan import plan_row
+    assert any('Qwen3-32B' in n for n in grid) and any('Qwen3-14B' in n for n in grid)
+    for name in grid:
+        r = plan_row(name, grid[name], fixes=False)
+        assert r['fits'] and r['node'] == '4 x H200', (name, r['plan'].summary())
+
+
+def test_api_grid_is_table10():
+    "The API grid evaluates exactly Table 10's models other than the paper's own, with Table 6's validation settings."
+    from caopd.runs import read_grid
+    g = read_grid('nbs/grids/api.yaml')
+    assert g['notebook'] == 'nbs/evaluate.ipynb'
+    table10 = _rows('table10_api_chemistry.csv')
+    assert sorted(p['model'] for _, p in g['runs']) == sorted(set(table10.loc[table10['setting'] != 'Ours', 'model']))
+    for _, p in g['runs']:
+        assert (p['backend'], p['domain'], p['limit'], p['n_samples']) == ('openai', 'chemistry', 0, 8)
+        assert p['max_new_tokens'] == one('Max response length')
