@@ -38,7 +38,28 @@ def test_dry_run_of_every_paper_run(name, params, tmp_path, capsys):
     out = capsys.readouterr().out
     assert d['plan'].fits and 'memory: ' in out and 'launch: accelerate launch --config_file' in out
     assert d['command'][d['command'].index('--num_processes') + 1] == '4'  # the paper's node: four H200 GPUs
-    assert d['config'].num_generations == params.get('K', 8) and d['settings']['max_completion_length'] == 8192
+    c, K = d['config'], params.get('K', 8)
+    assert d['settings']['max_completion_length'] == 8192
+    if getattr(c, 'confidence_sampling', None) == 'separate':  # CaOPD on SDFT: one distilled, K apart for mu_hat
+        assert (c.num_generations, c.num_confidence_rollouts) == (1, K)
+    else: assert c.num_generations == (1 if params['method'] == 'sdft' else K)  # SDFT distils one; the others a group
+
+
+def test_paper_sampling_trains(tmp_path):
+    "sampling_scheme='paper' end to end: each step distils one trajectory per prompt, whose target is j/K of K others."
+    from caopd.io import read_jsonl
+    from caopd.runfolder import RunFolder
+    out = tmp_path/'run'
+    res = subprocess.run([sys.executable, '-m', 'caopd.train', '--model', tiny_model_dir(tmp_path/'tiny'), '--out', str(out),
+                          *TINY_ARGS[:-2], '--max_steps', '2', '--prompts_per_step', '2', '--K', '3',
+                          '--sampling_scheme', 'paper'], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-4000:]
+    s = RunFolder(out).read_settings()
+    assert s['sampling'] == dict(num_generations=1, confidence_sampling='separate', num_confidence_rollouts=3,
+                                 confidence_leave_one_out=False)
+    rows = read_jsonl(out/'rollouts.jsonl')
+    assert sorted(r['step'] for r in rows) == [1, 1, 2, 2]  # one distilled trajectory per prompt, 2 prompts a step
+    assert all(r['rollouts'] == 3 and r['mu_hat'] == r['successes'] / 3 for r in rows)
 
 
 def test_cli_refuses_what_cannot_fit_and_names_the_fix():
