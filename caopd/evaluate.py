@@ -13,9 +13,10 @@ from .cli import Refusal, command, integer, json_object, named, nonempty, one_of
 from .confidence import parse_confidence
 from .data import PAPER_DOMAINS, check_domain, load_domain
 from .generation import (BACKENDS, _generate_batches, generate, generate_openai, generate_vllm, api_base_url,
-                              resolve_backend)
+                              resolve_backend, vllm_engine)
 from .metrics import METRICS, METRIC_NAMES, calibration_report, interval_text
 from .provenance import environment_record
+from .readout import TOP_LOGPROBS
 from .runfolder import RunMismatchError
 from .verifiers import answer_letter, extract_answer, verify
 
@@ -26,10 +27,11 @@ from .generation import GENERATE_TOP_K, OPENAI_PREFIX, DEFAULT_OPENAI_URL, API_R
 from .testing import ScriptedAPI
 
 # %% auto #0
-__all__ = ['BREAKDOWNS', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'score_completion', 'score_completions',
-           'write_jsonl', 'append_jsonl', 'report_markdown', 'breakdown_key', 'records_report', 'breakdown',
-           'breakdown_markdown', 'prompts_sha256', 'kept_records', 'open_run', 'evaluate', 'write_run',
-           'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'main']
+__all__ = ['BREAKDOWNS', 'EXPECTED', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'score_completion',
+           'score_completions', 'write_jsonl', 'append_jsonl', 'report_markdown', 'breakdown_key', 'readout_fields',
+           'expected_report', 'records_report', 'breakdown', 'breakdown_markdown', 'prompts_sha256', 'kept_records',
+           'open_run', 'evaluate', 'expected_markdown', 'write_run', 'confidence_probe', 'elicit_confidence',
+           'other_domain', 'protocol', 'main']
 
 # %% ../nbs/09_evaluate.ipynb #c026
 def score_completion(row:dict,  # a dataset row with `id`, `answer` and `prompt`
@@ -108,8 +110,21 @@ def breakdown_key(records:list[dict], # per-sample records
     if records and all(r.get('difficulty') is not None for r in records): return 'difficulty'
     return 'answer' if check_domain(domain) == 'chemistry' else None
 
+EXPECTED = 'expected_confidence'  # the record field of the expected stated confidence (ours; `caopd.readout`)
+
+def readout_fields(readout) -> dict:
+    "A record's fields of the expected stated confidence: a `caopd.readout.Readout`'s, or None each when there is none."
+    return readout.record() if readout is not None else dict(expected_confidence=None, expected_mass=None, expected_pruned=None)
+
+def expected_report(records:list[dict], # per-sample records
+                    **kwargs, # more `calibration_report` arguments
+                   ) -> dict|None:
+    "The calibration report of the expected stated confidence (ours), or None when no record has one."
+    if not any(r.get(EXPECTED) is not None for r in records): return None
+    return records_report(records, EXPECTED, **kwargs)
+
 def records_report(records:list[dict], # per-sample records (`id`, `correct` and the confidence field)
-                   key:str='confidence', # the confidence field: 'confidence' (stated) or 'elicited_confidence'
+                   key:str='confidence', # the confidence field: 'confidence' (stated), 'expected_confidence' or 'elicited_confidence'
                    **kwargs, # more `calibration_report` arguments (n_boot, seed, ...)
                   ) -> dict:
     "`calibration_report` of per-sample records, its intervals resampling prompts (`id`)."
@@ -204,6 +219,32 @@ def open_run(out,  # the run folder
     return kept_records(path)
 
 # %% ../nbs/09_evaluate.ipynb #c035
+def _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, decimals, progress, tensor_parallel_size,
+                   max_model_len, seed):
+    "Add the expected stated confidence to every record without one (in place): from the model here, or none (an API's)."
+    need = [r for r in records if EXPECTED not in r]
+    if not need: return
+    if backend == 'openai':  # read from the listing as each answer came (`keep_prompt`); a resumed record has none
+        for r in need: r.update(readout_fields(None))
+        return
+    from tqdm.auto import tqdm
+    from caopd.models import chat_template_kwargs, load_model
+    from caopd.readout import TokenTable, expected_value, transformers_readout, vllm_next_probs
+    from caopd.confidence import confidence_label_end
+    if backend == 'vllm':
+        llm = llm or vllm_engine(str(model), seed, tensor_parallel_size, max_model_len)
+        tok = llm.get_tokenizer()
+    elif lm is None: lm, tok = model if is_pair else load_model(model, dtype=dtype)
+    kw = chat_template_kwargs(tok.name_or_path if is_pair else str(model), tok)
+    for r in tqdm(need, desc='readout', unit='sample', disable=not progress):
+        text = tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw)
+        if backend == 'transformers': got = transformers_readout(lm, tok, text, r['completion'], decimals)
+        else:
+            end = confidence_label_end(r['completion'])
+            ids = None if end is None else tok(text + r['completion'][:end], add_special_tokens=False)['input_ids']
+            got = None if ids is None else expected_value(vllm_next_probs(llm, ids), TokenTable.of(tok), decimals)
+        r.update(readout_fields(got))
+
 def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 'openai:<name>', or a loaded (model, tokenizer) pair
              domain:str='chemistry',  # 'chemistry', 'tooluse' or 'arithmetic' (ours)
              split:str='test',  # dataset split
@@ -229,6 +270,8 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
              max_model_len:int=None,  # vllm backend: the engine's context length (None: the model's)
              overwrite:bool=False,  # start `out` over (delete its earlier records) instead of resuming it
              dtype:str|None=None,  # transformers backend: the weights' dtype ('bfloat16', 'float32'; None: bfloat16 on a GPU, float32 on CPU)
+             readout:bool=True,  # also read each answer's expected stated confidence (ours; `caopd.readout`), beside the stated one
+             readout_decimals:int=2,  # most decimals of the values it is read over (a trained run's `confidence_decimals`)
             ) -> tuple[list[dict], dict]:
     "Evaluate `model` on a split: generate, parse, verify, report; returns (records, report). Samples already in `out` are kept."
     backend = resolve_backend(model, backend)
@@ -257,6 +300,7 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
                     domain=domain, split=split, limit=limit, prompts=len(rows), prompts_sha256=prompts_sha256(rows_list),
                     n_samples=n_samples, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
     if backend == 'openai': settings.update(api_kwargs=api_kwargs or None)
+    if readout: settings.update(readout_decimals=readout_decimals)
     kept = open_run(out, {k: settings[k] for k in RESUME_KEYS if k in settings}, overwrite) if out is not None else []
     pos = {r['id']: k for k, r in enumerate(rows_list)}
     done = {(r['id'], r['sample']) for r in kept}
@@ -267,24 +311,36 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     def keep(recs):  # every finished sample goes to disk at once
         new.extend(recs)
         if out is not None and recs: append_jsonl_(Path(out)/'records.jsonl', recs)
-    def keep_prompt(k, samples): keep([score_completion(rows_list[k], j, samples[j], domain) for j in missing[k]])
+    def keep_prompt(k, samples):
+        recs = []
+        for j in missing[k]:
+            s = dict(samples[j]) if isinstance(samples[j], dict) else samples[j]
+            lp = s.pop('logprobs', None) if isinstance(s, dict) else None  # an API's listing: read here, not kept
+            recs.append(score_completion(rows_list[k], j, s, domain))
+            if readout and backend == 'openai':
+                from caopd.readout import api_readout
+                recs[-1].update(readout_fields(api_readout(recs[-1]['completion'], lp, readout_decimals)))
+        keep(recs)
+    lm = tok = llm = None  # the model, once loaded: the readout reads it again
     t0 = time.time()
     try:
         if not todo: pass
         elif backend == 'openai':
-            api = dict(seed=seed, **(api_kwargs or {}))  # api_kwargs may set seed=None: no seed sent
+            api = dict(seed=seed, **(dict(logprobs=TOP_LOGPROBS) if readout else {}), **(api_kwargs or {}))  # seed=None: not sent
             generate_openai(str(model), [prompts[k] for k in todo], n=n_samples, temperature=temperature, top_p=top_p,
                             max_new_tokens=max_new_tokens, base_url=base_url, api_key=api_key, workers=workers,
                             max_retries=max_retries, timeout=timeout, progress=progress,
                             on_result=lambda t, samples: keep_prompt(todo[t], samples), **api)
         elif backend == 'vllm':
-            comps = generate_vllm(str(model), [prompts[k] for k in todo], n=n_samples, temperature=temperature, top_p=top_p,
-                                  max_new_tokens=max_new_tokens, seed=seed, tensor_parallel_size=tensor_parallel_size,
-                                  max_model_len=max_model_len, progress=progress)
+            from caopd.models import chat_template_kwargs
+            llm = vllm_engine(str(model), seed, tensor_parallel_size, max_model_len)
+            comps = generate_vllm(llm, [prompts[k] for k in todo], n=n_samples, temperature=temperature, top_p=top_p,
+                                  max_new_tokens=max_new_tokens, seed=seed, progress=progress,
+                                  chat_template_kwargs=chat_template_kwargs(str(model), llm.get_tokenizer()))
             for k, samples in zip(todo, comps): keep_prompt(k, samples)
         else:
             from caopd.models import load_model, chat_template_kwargs
-            lm, tok = model if is_pair else load_model(model, dtype=dtype)
+            lm, tok = model if is_pair else load_model(model, dtype=dtype)  # kept for the readout
             generate(lm, tok, prompts, n=n_samples, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
                      batch_size=batch_size, chat_template_kwargs=chat_template_kwargs(tok.name_or_path if is_pair else model, tok),
                      seed=seed, progress=progress, samples=[(k, j) for k in todo for j in missing[k]],
@@ -301,6 +357,8 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     records = sorted(unique.values(), key=lambda r: (pos[r['id']], r['sample']))  # prompt order, as an uninterrupted run
     if len(records) != len(rows) * n_samples:
         raise RuntimeError(f"{len(records)} records for {len(rows)} prompts x {n_samples} samples: some samples are missing")
+    if readout: _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, readout_decimals, progress,
+                               tensor_parallel_size, max_model_len, seed)
     report = records_report(records)  # intervals resample prompts
     settings.update(seconds=round(time.time() - t0, 1), resumed_samples=len(done))
     if backend == 'openai':
@@ -314,6 +372,17 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     return records, report
 
 # %% ../nbs/09_evaluate.ipynb #c036
+def expected_markdown(expected:dict|None, # `expected_report(records)`
+                      settings:dict, # the evaluation's settings (its backend)
+                     ) -> str:
+    "The report of the expected stated confidence (ours) as a Markdown section, or the line saying why there is none."
+    head = '\n### Expected stated confidence (ours: the mean of the model\'s value distribution, `caopd.readout`)\n\n'
+    if expected is None:
+        why = ("the server sent no log-probabilities" if settings.get('backend') == 'openai' else
+               "no answer has a `Confidence:` label" if settings.get('readout_decimals') else "it was not read (readout=False)")
+        return f'{head}Not available: {why}.\n'
+    return head + report_markdown(expected)
+
 def write_run(out,  # the run folder
               records:list[dict],  # per-sample records from `score_completions`
               report:dict,  # their `calibration_report`
@@ -326,12 +395,18 @@ def write_run(out,  # the run folder
     write_jsonl_(out/'records.jsonl', records)
     key = breakdown_key(records, settings['domain']) if settings.get('domain') else None
     by = dict(key=key, groups=breakdown(records, key)) if key else None
-    write_json(out/'report.json', dict(settings=settings, report=report, breakdown=by))
+    expected = expected_report(records)
+    write_json(out/'report.json', dict(settings=settings, report=report, breakdown=by, expected=expected))
     title = f"{settings.get('model')} on {settings.get('domain')}/{settings.get('split')} (n={report['n']})"
-    atomic_write(out/'report.md', report_markdown(report, title)
+    atomic_write(out/'report.md', report_markdown(report, f'{title}: stated confidence (the paper\'s metric)')
+                 + expected_markdown(expected, settings)
                  + (f"\n{breakdown_markdown(by['groups'], key, f'By {BREAKDOWNS[key]}')}" if by else ''))
     conf = [r['confidence'] for r in records]; correct = [r['correct'] for r in records]
     save_figure(reliability_diagram(conf, correct, title=f'Reliability: {title}'), out/'reliability')
+    if expected is not None:
+        save_figure(reliability_diagram([r.get(EXPECTED) for r in records], correct,
+                                        title=f'Reliability of the expected stated confidence (ours): {title}'),
+                    out/'reliability_expected')
     save_figure(confidence_histogram({'verbalized confidence': [c for c in conf if c is not None]},
                                      title=f'Confidence: {title}'), out/'confidence')
     save_figure(risk_coverage_curves({str(settings.get('model')): (conf, correct)}, title=f'Selective answering: {title}'),
@@ -404,6 +479,7 @@ EVALUATE_RULES = {  # parameter: (rule, why), checked before any model or data l
     'max_retries': (integer(0), '0: no retry'), 'tensor_parallel_size': (integer(1), 'GPUs'),
     'max_model_len': (integer(1), "None: the model's context length"),
     'dtype': (one_of('bfloat16', 'float32'), 'None: bfloat16 on a GPU, float32 on CPU'),
+    'readout_decimals': (integer(1, hi=6), "a trained run's confidence_decimals; CaOPD writes 2 by default"),
 }
 
 @command('caopd-evaluate', EVALUATE_RULES)
@@ -429,6 +505,8 @@ def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoi
          max_model_len:int=None,  # vllm backend: the engine's context length (default: the model's)
          overwrite:bool=False,  # start `out` over instead of resuming the evaluation there
          dtype:str=None,  # transformers backend: 'bfloat16' or 'float32' (default: bfloat16 on a GPU, float32 on CPU)
+         readout:bool=True,  # also read the expected stated confidence (ours: the mean of the model's value distribution)
+         readout_decimals:int=2,  # most decimals of the values it is read over
         ):
     "Evaluate a model's accuracy and calibration on a task split and print the report."
     def files() -> dict:  # what the folder holds, by content: whatever the clocks say
@@ -439,8 +517,11 @@ def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoi
                                batch_size, out, data_dir, seed, backend=backend, base_url=base_url, workers=workers,
                                api_kwargs=json_object(api_kwargs, 'api_kwargs', '{"reasoning_effort": "low"}'), timeout=timeout,
                                max_retries=max_retries, tensor_parallel_size=tensor_parallel_size,
-                               max_model_len=max_model_len, overwrite=overwrite, dtype=dtype)
-    print(report_markdown(report, f'{model} on {domain}/{split} (n={report["n"]})'))
+                               max_model_len=max_model_len, overwrite=overwrite, dtype=dtype, readout=readout,
+                               readout_decimals=readout_decimals)
+    print(report_markdown(report, f'{model} on {domain}/{split} (n={report["n"]}): stated confidence (the paper\'s metric)'))
+    if readout: print(expected_markdown(expected_report(records), dict(backend=resolve_backend(model, backend),
+                                                                       readout_decimals=readout_decimals)))
     if out:  # what this evaluation wrote: the files that are new or changed, not what the folder held before
         wrote = sorted(name for name, digest in files().items() if before.get(name) != digest)
         print(f"wrote {out}/: {', '.join(wrote)}")

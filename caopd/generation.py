@@ -8,8 +8,8 @@ import importlib.util, json, os, time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 # %% auto #0
-__all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'generate', 'generate_vllm',
-           'api_base_url', 'openai_client', 'generate_openai', 'resolve_backend']
+__all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'generate', 'vllm_engine',
+           'generate_vllm', 'api_base_url', 'openai_client', 'generate_openai', 'resolve_backend']
 
 # %% ../nbs/09a_generation.ipynb #c006
 def _generate_batches(model, tokenizer, # a transformers causal LM and its tokenizer
@@ -74,6 +74,21 @@ def generate(model,  # a transformers causal LM
     return out
 
 # %% ../nbs/09a_generation.ipynb #c008
+def vllm_engine(model, # model name, alias, HF id or local folder
+                seed:int=0, # the engine's sampling seed
+                tensor_parallel_size:int=1, # GPUs the engine shards the model over
+                max_model_len:int|None=None, # the engine's context length, prompt + completion (None: the model's)
+                **llm_kwargs, # more arguments of `vllm.LLM`
+               ):
+    "A `vllm.LLM` for `model`, built as every caopd evaluation builds it."
+    try: from vllm import LLM
+    except ImportError as e:
+        raise ImportError("backend='vllm' needs the vllm package (GPU nodes): rebuild the environment with "
+                          "`CAOPD_EXTRAS=vllm .ci/env ...`, or use backend='transformers'.") from e
+    from caopd.models import model_path
+    engine = dict(tensor_parallel_size=tensor_parallel_size, **({} if max_model_len is None else dict(max_model_len=max_model_len)))
+    return LLM(model=model_path(model), seed=seed, **engine, **llm_kwargs)
+
 def generate_vllm(model,  # model name, alias, HF id or local folder, or an already built `vllm.LLM`
                   prompts:list,  # chat-message lists, one per prompt
                   n:int=1,  # samples per prompt
@@ -92,13 +107,10 @@ def generate_vllm(model,  # model name, alias, HF id or local folder, or an alre
     except ImportError as e:
         raise ImportError("backend='vllm' needs the vllm package (GPU nodes): rebuild the environment with "
                           "`CAOPD_EXTRAS=vllm .ci/env ...`, or use backend='transformers'.") from e
-    from caopd.models import chat_template_kwargs as template_kwargs, model_path
+    from caopd.models import chat_template_kwargs as template_kwargs
     if n < 1: raise ValueError(f"n={n}: the number of samples per prompt must be at least 1")
     if isinstance(model, LLM): llm, name = model, None
-    else:
-        name = model
-        engine = dict(tensor_parallel_size=tensor_parallel_size, **({} if max_model_len is None else dict(max_model_len=max_model_len)))
-        llm = LLM(model=model_path(model), seed=seed, **engine, **llm_kwargs)
+    else: llm, name = vllm_engine(model, seed, tensor_parallel_size, max_model_len, **llm_kwargs), model
     kw = template_kwargs(name, llm.get_tokenizer()) if chat_template_kwargs is None else chat_template_kwargs
     params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
     outs = llm.chat(list(prompts), params, use_tqdm=progress, chat_template_kwargs=kw)
@@ -138,6 +150,9 @@ def _choice_record(choice) -> dict:
     rec = dict(completion=msg.content or '')
     reasoning = getattr(msg, 'reasoning_content', None) or getattr(msg, 'reasoning', None)
     if reasoning: rec['reasoning_content'] = reasoning
+    content = getattr(getattr(choice, 'logprobs', None), 'content', None)
+    if content: rec['logprobs'] = [dict(token=t.token, logprob=t.logprob, top_logprobs=[
+        dict(token=a.token, logprob=a.logprob) for a in (t.top_logprobs or [])]) for t in content]
     return rec
 
 def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' accepted)
@@ -152,6 +167,8 @@ def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' acc
                     max_retries:int=5,  # retries of rate limits, timeouts and 5xx errors, with backoff
                     timeout:float=600,  # seconds a request may take before it is abandoned (and retried)
                     seed:int|None=None,  # sent as `seed` for servers that sample repeatably with it (None: not sent)
+                    logprobs:int|None=None,  # ask for this many top alternatives per token (`logprobs`, `top_logprobs`);
+                                             # a server that refuses them (HTTP 400 naming logprobs) is asked without them
                     on_result=None,  # called with (prompt index, its `n` samples) as each prompt is finished
                     progress:bool=True,  # show a progress bar
                     **kwargs,  # more arguments of `chat.completions.create` (e.g. max_completion_tokens, reasoning_effort)
@@ -166,6 +183,7 @@ def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' acc
     if 'max_completion_tokens' in kwargs: max_new_tokens = None  # reasoning models take this instead of max_tokens
     params = dict(temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
     params = {k: v for k, v in {**params, **kwargs}.items() if v is not None}
+    if logprobs: params.update(logprobs=True, top_logprobs=logprobs)
     def create(i, more):
         "One request; a response cut short or not a chat completion is retried like a server error (the client retries those)."
         for attempt in range(max_retries + 1):
@@ -178,18 +196,24 @@ def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' acc
                           else f'a response that is not JSON (a {type(resp).__name__})'), None
         raise RuntimeError(f"{url} sent {why} for model {name!r}, prompt {i}, after {max_retries} retries: check the "
                            "server's log, and any proxy between (a truncated body, an HTML error page)") from cause
+    def _status_error(e, i):
+        hint = ' (check OPENAI_API_KEY)' if e.status_code in (401, 403) else ''
+        retried = e.status_code in (408, 409, 429) or e.status_code >= 500  # what the client retries
+        return RuntimeError(f"{url} answered HTTP {e.status_code}{hint} for model {name!r}, prompt {i}"
+                            f"{f', after {max_retries} retries' if retried else ''}: {e.message}")
     def sample(i):
         got = []
         while len(got) < n:
             k = n - len(got)
             more = dict(n=k) if k > 1 else {}
             if got and 'seed' in params: more['seed'] = params['seed'] + len(got)  # do not draw the same choices again
+            asked = 'logprobs' in params  # another thread may drop them while this request is out
             try: resp = create(i, more)
-            except openai.APIStatusError as e:
-                hint = ' (check OPENAI_API_KEY)' if e.status_code in (401, 403) else ''
-                retried = e.status_code in (408, 409, 429) or e.status_code >= 500  # what the client retries
-                raise RuntimeError(f"{url} answered HTTP {e.status_code}{hint} for model {name!r}, prompt {i}"
-                                   f"{f', after {max_retries} retries' if retried else ''}: {e.message}") from e
+            except openai.BadRequestError as e:
+                if not (asked and 'logprob' in str(e.message).lower()): raise _status_error(e, i) from e
+                params.pop('logprobs', None); params.pop('top_logprobs', None)  # this server gives none: ask without
+                continue
+            except openai.APIStatusError as e: raise _status_error(e, i) from e
             except openai.APITimeoutError as e:
                 raise RuntimeError(f"{url} did not answer within timeout={timeout} s for model {name!r}, prompt {i}, "
                                    f"after {max_retries} retries: raise the timeout (--timeout) or check the server") from e

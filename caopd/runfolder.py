@@ -57,18 +57,18 @@ class RunFolder:
     def write_targets(self, targets:list[dict]): write_jsonl(self.rollouts, targets)
 
     def load(self) -> dict:
-        "The finished run as a dict: path, settings, before/after (calibration reports), elicited (or None), log."
+        "The finished run as a dict: path, settings, before/after (calibration reports), elicited and expected (or None), log."
         if not self.path.is_dir(): raise FileNotFoundError(f"run folder {self.path} does not exist")
         settings, metrics = self.read_settings(), self.read_metrics()
         return dict(path=self.path, settings=settings, before=metrics.get('before'), after=metrics.get('after'),
-                    elicited=metrics.get('elicited'), log=self.read_log())
+                    elicited=metrics.get('elicited'), expected=metrics.get('expected'), log=self.read_log())
 
 def is_run(path) -> bool:
     "Whether `path` is a finished training run folder (it holds settings.json and metrics.json)."
     return RunFolder(path).finished
 
 def load_run(path) -> dict:
-    "A run folder as a dict: path, settings, before/after (calibration reports), elicited (or None), log (training log)."
+    "A run folder as a dict: path, settings, before/after (calibration reports), elicited and expected (or None), log (training log)."
     return RunFolder(path).load()
 
 # %% ../nbs/01b_runfolder.ipynb #id02

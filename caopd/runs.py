@@ -42,14 +42,16 @@ def runs_table(root='runs', # folder searched recursively for run folders
         row = dict(path=str(s.parent), **{c: st.get(c) for c in RUN_COLUMNS})
         if isinstance(row['train_domains'], (list, tuple)): row['train_domains'] = '>'.join(row['train_domains'])
         if isinstance(row['warmup_domains'], (list, tuple)): row['warmup_domains'] = '+'.join(row['warmup_domains'])
-        elicited = run['elicited'] or {}
+        elicited, expected = run['elicited'] or {}, run.get('expected') or {}  # expected: ours (caopd.readout)
         for m in RUN_METRICS:
             row[m] = (run['after'] or {}).get(m, float('nan'))
             row[f'before_{m}'] = (run['before'] or {}).get(m, float('nan'))
             row[f'elicited_{m}'] = (elicited.get('after') or {}).get(m, float('nan'))
             row[f'before_elicited_{m}'] = (elicited.get('before') or {}).get(m, float('nan'))
+            row[f'expected_{m}'] = (expected.get('after') or {}).get(m, float('nan'))
+            row[f'before_expected_{m}'] = (expected.get('before') or {}).get(m, float('nan'))
         rows.append(row)
-    cols = ['path', *RUN_COLUMNS, *(f'{p}{m}' for p in ('', 'before_', 'elicited_', 'before_elicited_') for m in RUN_METRICS)]
+    cols = ['path', *RUN_COLUMNS, *(f'{p}{m}' for p in ('', 'before_', 'elicited_', 'before_elicited_', 'expected_', 'before_expected_') for m in RUN_METRICS)]
     return pd.DataFrame(rows, columns=cols)
 
 # %% ../nbs/11_runs.ipynb #c011

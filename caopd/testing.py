@@ -13,16 +13,17 @@ __all__ = ['ScriptedAPI', 'FakeLLM', 'fake_vllm', 'script_rollouts']
 
 # %% ../nbs/00c_testing.ipynb #c017
 class ScriptedAPI:
-    "A local OpenAI-compatible chat server answering from `script` ({user message: [completion or dict(content, reasoning_content)]})."
+    "A local OpenAI-compatible chat server answering from `script` ({user message: [completion or dict(content, reasoning_content, logprobs)]})."
     def __init__(self, script:dict, # user message -> the completions to serve for it, in order
                  max_choices:int|None=None, # most choices per response (None: all that are asked)
                  fail:list=(), # HTTP statuses to answer the first requests with; 'truncated' or 'html': a 200 whose body is cut short or is an HTML page
                  fail_after:int|None=None, # answer this many requests, then fail every request with `fail_status`
                  fail_status:int=500, # the status of the requests after `fail_after`
                  delay:float=0, # seconds to wait before answering
+                 refuse_logprobs:bool=False, # answer a request that asks for `logprobs` with HTTP 400, as some servers do
                 ):
         self.script, self.max_choices, self.fail = script, max_choices, list(fail)
-        self.fail_after, self.fail_status, self.delay = fail_after, fail_status, delay
+        self.fail_after, self.fail_status, self.delay, self.refuse_logprobs = fail_after, fail_status, delay, refuse_logprobs
         self.requests, self.served, self.answered, self.lock = [], Counter(), 0, threading.Lock()
         api = self
         class Handler(BaseHTTPRequestHandler):
@@ -44,6 +45,7 @@ class ScriptedAPI:
         with self.lock:
             self.requests.append(dict(body, path=h.path, authorization=h.headers.get('Authorization')))
             status = self.fail.pop(0) if self.fail else None
+            if status is None and self.refuse_logprobs and body.get('logprobs'): status = 400
             if status is None and self.fail_after is not None and self.answered >= self.fail_after: status = self.fail_status
             if status is None:
                 user = body['messages'][-1]['content']
@@ -54,10 +56,15 @@ class ScriptedAPI:
         if status == 'truncated': return self.send(h, 200, b'{"id": "chatcmpl-0", "object": "chat.comp')
         if status == 'html': return self.send(h, 200, b'<html>502 Bad Gateway</html>', {'Content-Type': 'text/html'})
         if status is not None:  # `retry-after-ms` keeps the client's backoff short
-            return self.send(h, status, dict(error=dict(message=f'scripted HTTP {status}')), {'retry-after-ms': '5'})
-        msgs = [dict(role='assistant', content=c) if isinstance(c, str) else dict(role='assistant', **c) for c in comps]
+            why = 'logprobs are not supported by this model' if status == 400 and self.refuse_logprobs else f'scripted HTTP {status}'
+            return self.send(h, status, dict(error=dict(message=why)), {'retry-after-ms': '5'})
+        comps = [dict(content=c) if isinstance(c, str) else dict(c) for c in comps]  # a dict's `logprobs`: the choice's
+        lps = [c.pop('logprobs', None) for c in comps]
+        if not body.get('logprobs'): lps = [None] * len(comps)  # sent only to a request that asks for them
         self.send(h, 200, dict(id='chatcmpl-0', object='chat.completion', created=0, model=body['model'],
-                               choices=[dict(index=j, message=m, finish_reason='stop') for j, m in enumerate(msgs)]))
+                               choices=[dict(index=j, message=dict(role='assistant', **c), finish_reason='stop',
+                                             **({'logprobs': dict(content=lp)} if lp else {}))
+                                        for j, (c, lp) in enumerate(zip(comps, lps))]))
     def __enter__(self): return self
     def __exit__(self, *args): self.server.shutdown(); self.server.server_close()
 

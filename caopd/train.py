@@ -22,10 +22,10 @@ from .plan import (NODES, OPTIMIZER_PLANS, plan_node, plan_overrides, plan_row, 
 from .runfolder import is_run
 
 # %% auto #0
-__all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'trainer_config', 'lora_config', 'method_args', 'Callback',
-           'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained', 'TrainingDone', 'StopWhenTrained',
-           'end_process_group', 'train', 'launch_command', 'server_command', 'vllm_server', 'run_logged',
-           'sampling_text', 'dry_run', 'main']
+__all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'trainer_config', 'readout_decimals', 'lora_config',
+           'method_args', 'Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained',
+           'TrainingDone', 'StopWhenTrained', 'end_process_group', 'train', 'launch_command', 'server_command',
+           'vllm_server', 'run_logged', 'sampling_text', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:dict, # `resolve_settings(...)`
@@ -137,6 +137,19 @@ def trainer_config(settings:dict, # `resolve_settings(...)`
         cfg['generation_kwargs'] = dict(temperature=settings['eval_temperature'], top_p=settings['eval_top_p'],
                                         top_k=GENERATE_TOP_K)
     return {**cfg, **settings['trainer_overrides']}
+
+def readout_decimals(settings:dict, # `resolve_settings(...)`
+                    ) -> int:
+    "Decimals of the values the run's targets are written with (at least CaOPD's default 2): the readout reads values up to them."
+    from caopd.confidence import confidence_decimals
+    from caopd.estimators import target_denominator
+    s, o = settings['sampling'], settings['trainer_overrides'] or {}
+    if o.get('confidence_decimals'): return int(o['confidence_decimals'])
+    separate = s.get('confidence_sampling') == 'separate'
+    n = s['num_confidence_rollouts'] if separate else o.get('num_confidence_rollouts') or s['num_generations']
+    k = target_denominator(n, o.get('confidence_estimator', 'frequency'),
+                           leave_one_out=not separate and s.get('confidence_leave_one_out', True))
+    return max(2, confidence_decimals(k))
 
 def lora_config(settings:dict):
     "A PEFT `LoraConfig` for `settings['lora_r']`, or None for full fine-tuning."
