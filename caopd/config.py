@@ -23,8 +23,8 @@ ESTIMATORS = ("frequency", "beta", "shrunken")  # how mu_hat is estimated from a
 CONFIDENCE_SAMPLINGS = ("reuse", "separate")  # whether the rollouts behind mu_hat are the distilled ones or drawn apart
 ALLOCATIONS = ("fixed", "adaptive")  # how the rollouts behind mu_hat are drawn (`CaOPDConfig.confidence_allocation`)
 CONFIDENCE_TARGETS = ("verifier", "ta-sc")  # what R(x, a_k) in mu_hat is: the gold-answer verifier or TA-SC agreement
-MU_HAT_FIELDS = ("num_confidence_rollouts", "confidence_sampling", "confidence_allocation", "adaptive_max_halfwidth", "confidence_estimator",
-                 "beta_prior_successes", "beta_prior_failures", "shrinkage_window")  # how mu_hat is drawn and estimated,
+MU_HAT_FIELDS = ("num_confidence_rollouts", "confidence_sampling", "confidence_allocation", "adaptive_max_halfwidth",
+                 "confidence_estimator", "beta_prior_successes", "beta_prior_failures", "shrinkage_window")  # how mu_hat is drawn and estimated,
 # nothing else: runs that differ only in these compare estimates of one target (`caopd.seeds.estimate_variants`)
 ONLY_WITH = {"adaptive_max_halfwidth": ("confidence_allocation", "adaptive"),  # field: (switch, value) it is read under;
              "beta_prior_successes": ("confidence_estimator", "beta"),  # CaOPDConfig refuses a field set away from its
@@ -104,7 +104,7 @@ class CaOPDConfig:
         "rollouts).")})
     confidence_sampling: str = field(default="reuse", metadata={"help": (
         "Where the rollouts behind mu_hat come from. 'separate' (the paper's SDFT: Algorithm 1 samples the K "
-        "rollouts of step 1 and the distilled trajectory of step 2 apart; the appendix's training-time overhead paragraph, app:computational_cost: 'the standard "
+        "rollouts of step 1 and the distilled trajectory of step 2 apart; app:computational_cost: 'the standard "
         "SDFT pipeline generates a single student trajectory per prompt. CaOPD introduces K additional rollouts'): "
         "mu_hat rests on num_confidence_rollouts scored-only rollouts, never on the distilled rollout's own outcome, "
         "so K = 8 gives the targets j/8. 'reuse': the num_generations distilled rollouts are among them (the paper's "
