@@ -25,6 +25,9 @@ def pytest_configure(config):
     pyproject.toml is hashed by .ci/env (a change rebuilds the environment), and a tests/pytest.ini would move
     pytest's rootdir and with it every test id."""
     if config.option.durations is None: config.option.durations = 25
+    # `-m "not slow"` is the quick loop (README, "Working on caopd"): a module that starts processes, trains, runs
+    # papermill notebooks, resolves pip environments or builds wheels says so with `pytestmark = pytest.mark.slow`
+    config.addinivalue_line('markers', 'slow: starts processes, trains, runs notebooks or builds environments (minutes)')
 
 
 def _checkout_state() -> dict|None:

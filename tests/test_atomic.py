@@ -59,6 +59,7 @@ def two_processes(tmp_path_factory):
     return tmp, run
 
 
+@pytest.mark.slow
 def test_warmup_files_have_one_writer(two_processes):
     "Two processes run the warm-up: the main one alone writes warmup.json and warmup_log.jsonl, whole; both read them."
     tmp, run = two_processes
@@ -77,6 +78,7 @@ def test_warmup_files_have_one_writer(two_processes):
     assert [p.name for p in warmup.iterdir() if p.name.startswith('.')] == []  # no temporary file left
 
 
+@pytest.mark.slow
 def test_checkpoint_of_two_processes_is_whole(two_processes):
     "Both processes write into the checkpoint before it takes its name: each one's RNG state is in it, with the teacher."
     from caopd.trainer import EMA_TEACHER_FILE

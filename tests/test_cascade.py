@@ -35,6 +35,7 @@ def test_oracle_on_the_committed_runs(tmp_path):
     assert 'oracle deferral (upper bound)' in html
 
 
+@pytest.mark.slow
 def test_a_deferral_model_is_evaluated_on_the_runs_questions(tmp_path):
     "A second model is evaluated once, on the runs' questions and sampling, and its verdicts replace the oracle's."
     from caopd.models import tiny_model

@@ -147,6 +147,7 @@ def test_train_refusals_load_no_model_or_data():
             "    else: raise AssertionError(f'{args} was not refused')")
     assert _imported_after(code, HEAVY) == []
 
+@pytest.mark.slow
 def test_train_unknown_flag_and_recipe_key_are_refused_alike(tmp_path):
     "No abbreviations: --learning_rat is not --learning_rate; a recipe's learning_rat: gets the same message."
     said = ("unknown argument --learning_rat{}: not a parameter of caopd-train nor a field of CaOPDSDFTConfig (method "
@@ -223,6 +224,7 @@ def test_every_command_takes_both_spellings_and_booleans_alike(tmp_path):
     _refused(_run('caopd-smoke', '--timeout', '0', '--out', tmp_path/'s'), 'caopd-smoke: error: timeout=0.0')
     assert not (tmp_path/'s').exists()
 
+@pytest.mark.slow
 def test_runs_dry_run_prints_commands_that_work_when_pasted(tmp_path):
     "Every spelling of the dry run prints, per run, a command that makes its folder before papermill writes into it."
     grid = tmp_path/'grid.yaml'
@@ -243,6 +245,7 @@ def test_runs_dry_run_prints_commands_that_work_when_pasted(tmp_path):
     assert (tmp_path/'runs'/'a b').is_dir() and (tmp_path/'runs'/'c').is_dir()
     _refused(_run('caopd-runs', grid, '--dry_run', 'maybe'), "unexpected argument 'maybe'")
 
+@pytest.mark.slow
 def test_grids_splits_and_trackers_are_refused_before_any_work(tmp_path):
     "A grid's runs are checked before the first notebook starts; a split or a tracker that is not there, before any model."
     grid = lambda defaults: (tmp_path/'g.yaml').write_text(f"notebook: nbs/train.ipynb\nroot: {tmp_path/'runs'}\n"

@@ -10,6 +10,8 @@ import pytest
 from conftest import ROOT
 from trainer_helpers import tiny_model_dir
 
+pytestmark = pytest.mark.slow  # starts torchrun processes: not in the quick loop (README, "Working on caopd")
+
 SCRIPT = r'''
 import json, logging, os, sys, warnings
 from types import SimpleNamespace

@@ -39,6 +39,7 @@ def _run(args, script=None, timeout=600):
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_a_nan_gradient_step_is_skipped_and_counted(tmp_path):
     "Step 3's gradient holds a NaN: that step changes no weight, is marked in the log and counted in train.json; the model saved is finite."
     import torch
@@ -60,6 +61,7 @@ def test_a_nan_gradient_step_is_skipped_and_counted(tmp_path):
     assert all(bool(t.isfinite().all()) for t in saved.values())
 
 
+@pytest.mark.slow
 def test_nan_steps_in_a_row_stop_the_run_keeping_the_last_good_checkpoint(tmp_path):
     "Three NaN steps in a row: one line, exit status 2, no trained model written; the checkpoints hold finite weights."
     from safetensors.torch import load_file
@@ -105,6 +107,7 @@ def test_evaluation_refuses_a_nan_model_before_generating(tmp_path):
     assert not (out/'records.jsonl').exists()
 
 
+@pytest.mark.slow
 def test_two_caopd_steps_and_an_evaluation_in_bfloat16_on_cpu(tmp_path):
     "dtype='bfloat16' runs the GPU's numbers here: bf16 mixed precision in training, bf16 weights in the evaluation."
     from caopd.runfolder import RunFolder

@@ -5,6 +5,9 @@ import math
 
 
 
+import pytest
+pytestmark = pytest.mark.slow  # trains the embedded model: not in the quick loop (README, "Working on caopd")
+
 def test_first_step_mu_hat_is_the_evaluated_policys_accuracy(tmp_path):
     import torch
     from caopd.baselines import build_trainer

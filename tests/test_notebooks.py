@@ -4,6 +4,8 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # every notebook's lessons (nbdev_test --path runs one): not in the quick loop (README)
+
 def is_papermill(nb:Path) -> bool:
     "A parameterized run notebook (a `parameters` cell): nbdev_test skips it (skip_exec), tests/test_papermill_* run it."
     return any('parameters' in c.get('metadata', {}).get('tags', []) for c in json.loads(nb.read_text())['cells'])

@@ -6,6 +6,8 @@ import pytest
 from packaging.requirements import Requirement
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # builds and installs wheels: not in the quick loop (README, "Working on caopd")
+
 BIN = Path(sys.executable).parent
 
 def _settings() -> configparser.SectionProxy:

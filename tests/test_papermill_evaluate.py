@@ -2,6 +2,9 @@
 import json
 from conftest import ROOT
 
+import pytest
+pytestmark = pytest.mark.slow  # runs a papermill notebook: not in the quick loop (README, "Working on caopd")
+
 def test_evaluate_notebook(tmp_path):
     import papermill as pm
     from caopd.models import tiny_model

@@ -6,6 +6,8 @@ import pandas as pd
 import pytest
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # runs papermill notebooks: not in the quick loop (README, "Working on caopd")
+
 REPRODUCE = sorted((ROOT/'nbs'/'reproduce').glob('*.ipynb'))
 
 # the files each notebook writes under out_dir (PNGs are off: png=False), and the table that must hold our runs

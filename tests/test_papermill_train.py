@@ -7,6 +7,8 @@ import pytest
 from conftest import ROOT
 from trainer_helpers import tiny_model_dir
 
+pytestmark = pytest.mark.slow  # runs papermill notebooks that train: not in the quick loop (README, "Working on caopd")
+
 TRAIN = ROOT/'nbs'/'train.ipynb'
 TINY = dict(preset='cpu', K=2, prompts_per_step=1, max_steps=2, n_train=4,
             max_completion_length=8, eval_limit=2, eval_samples=2, eval_max_new_tokens=8, eval_batch_size=4, png=False,

@@ -10,6 +10,8 @@ import pytest
 from conftest import ROOT
 from trainer_helpers import U, reorder_bound, tiny_model_dir
 
+pytestmark = pytest.mark.slow  # starts torchrun processes: not in the quick loop (README, "Working on caopd")
+
 SCRIPT = ROOT/'tests'/'save_ranks_run.py'
 
 

@@ -19,6 +19,7 @@ def _run(tmp_path, **parameters):
     return tmp_path/'out'
 
 
+@pytest.mark.slow
 def test_the_committed_tables_come_from_the_committed_runs(tmp_path):
     "Every committed table is what the notebook computes from figures/runs/cpu now: nothing typed in, nothing stale."
     out = _run(tmp_path)
@@ -37,6 +38,7 @@ def test_the_committed_tables_come_from_the_committed_runs(tmp_path):
     assert (ref['rollouts_per_prompt'] == 8).all() and (costs[costs.seed != 'all']['prompts'] == 24).all()
 
 
+@pytest.mark.slow
 def test_the_gpu_tables_come_from_the_committed_gpu_runs(tmp_path):
     "figures/gpu is what the notebook computes from figures/runs/gpu alone; the run that did not finish is left out, with a note."
     out = _run(tmp_path, **GPU_PARAMETERS)
@@ -97,11 +99,13 @@ def test_the_readme_gpu_section_quotes_the_tables():
     assert not missing, f'README "On one GPU" gives numbers no table of figures/gpu or figures/arithmetic holds: {missing}'
 
 
+@pytest.mark.slow
 def test_a_folder_without_runs_is_refused(tmp_path):
     with pytest.raises(Exception, match='no finished run tested on'):
         _run(tmp_path, runs_dir=str(tmp_path))
 
 
+@pytest.mark.slow
 def test_an_earlier_runs_tables_are_not_left_beside(tmp_path):
     "Without the rollout comparison (reference ''), the rollout tables an earlier run wrote into out_dir are removed."
     (tmp_path/'out').mkdir()

@@ -7,7 +7,8 @@ import torch
 
 from conftest import ROOT
 
-pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason='a GPU is visible: the GPU rows would run (minutes)')
+pytestmark = [pytest.mark.slow,  # runs the smoke test in processes of its own: not in the quick loop (README, "Working on caopd")
+              pytest.mark.skipif(torch.cuda.is_available(), reason='a GPU is visible: the GPU rows would run (minutes)')]
 
 
 @pytest.fixture(scope='module')

@@ -45,6 +45,7 @@ def test_dry_run_of_every_paper_run(name, params, tmp_path, capsys):
     else: assert c.num_generations == (1 if params['method'] == 'sdft' else K)  # SDFT distils one; the others a group
 
 
+@pytest.mark.slow
 def test_paper_sampling_trains(tmp_path):
     "sampling_scheme='paper' end to end: each step distils one trajectory per prompt, whose target is j/K of K others."
     from caopd.io import read_jsonl
@@ -62,6 +63,7 @@ def test_paper_sampling_trains(tmp_path):
     assert all(r['rollouts'] == 3 and r['mu_hat'] == r['successes'] / 3 for r in rows)
 
 
+@pytest.mark.slow
 def test_cli_refuses_what_cannot_fit_and_names_the_fix():
     res = subprocess.run([sys.executable, '-m', 'caopd.train', '--model', 'Qwen3-8B', '--preset', 'paper',
                           '--num_processes', '1', '--dry_run', 'true'], cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -75,6 +77,7 @@ def test_cli_refuses_what_cannot_fit_and_names_the_fix():
     assert 'run folder runs/train/qwen3-8b-chemistry-caopd-sdft-lora64-seed0' in ok.stdout  # no out: named after the run
 
 
+@pytest.mark.slow
 def test_auto_preset_without_a_gpu_refuses_a_paper_model(tmp_path):
     "Preset auto on a machine where torch sees no GPU stops Qwen3-8B before any data or weights load, in one line naming the fixes."
     import torch
@@ -99,6 +102,7 @@ TINY_ARGS = ['--preset', 'cpu', '--K', '2', '--prompts_per_step', '1', '--n_trai
 # where a kill timed from outside raced the tiny model's sub-second steps and sometimes came after the run had finished.
 # The script is the smoke test's (caopd.smoke.KILLED_TRAIN: argv[1] is the step to die after, the rest caopd.train's).
 
+@pytest.mark.slow
 def test_killed_run_resumes(tmp_path):
     "A training stage killed after its second checkpoint, started again, resumes there and finishes with every step once."
     from caopd.runfolder import RunFolder
@@ -122,6 +126,7 @@ def test_killed_run_resumes(tmp_path):
     assert (out/'checkpoint'/'config.json').is_file()
 
 
+@pytest.mark.slow
 def test_lora_trains_adapters_and_saves_a_loadable_model(tmp_path):
     "lora_r: TRL trains PEFT adapters; the run folder keeps the adapter and a merged model that loads like any other."
     from caopd.models import load_model
@@ -138,6 +143,7 @@ def test_lora_trains_adapters_and_saves_a_loadable_model(tmp_path):
     assert not any('lora' in n for n, _ in lm.named_parameters())
 
 
+@pytest.mark.slow
 def test_notebook_dry_run_plans_and_stops(tmp_path):
     "nbs/train.ipynb with dry_run=True prints the config, memory plan and launch command, and writes no run folder."
     import papermill as pm
@@ -155,6 +161,7 @@ def _train(*args, timeout=600):
                           timeout=timeout)
 
 
+@pytest.mark.slow
 def test_a_run_folder_holds_one_run(tmp_path):
     """The issue's commands: another method and K, or another model (even with --resume false), into a finished run's
     folder are refused before any work, naming what differs; the same run rerun trains nothing; --overwrite true moves
@@ -193,6 +200,7 @@ def test_a_run_folder_holds_one_run(tmp_path):
     assert folder.read_training()['steps'] == 2 and folder.read_identity()['method'] == 'sdft'
 
 
+@pytest.mark.slow
 def test_killed_after_its_last_checkpoint_finishes_without_another_step(tmp_path):
     "Killed after the last step's checkpoint, before train.json: the rerun saves that model; it trains no step more."
     from caopd.runfolder import RunFolder
@@ -211,6 +219,7 @@ def test_killed_after_its_last_checkpoint_finishes_without_another_step(tmp_path
 
 
 
+@pytest.mark.slow
 def test_several_processes_without_a_launcher_are_refused(tmp_path):
     "num_processes=2 started as one process would train alone on the batch planned for two: refused, naming the launch command."
     out = tmp_path/'run'

@@ -7,6 +7,8 @@ import pytest
 from conftest import ROOT
 from trainer_helpers import K, n_right, reorder_bound, tiny_model_dir
 
+pytestmark = pytest.mark.slow  # starts torchrun processes: not in the quick loop (README, "Working on caopd")
+
 SCRIPT = ROOT/'tests'/'trainer_mp_run.py'
 STEPS, PROMPTS = 3, 3  # per step: the first prompt's K rows on rank 0, the middle one's split, the last one's on rank 1
 SIZE = ['--steps', str(STEPS), '--prompts', str(PROMPTS)]

@@ -9,6 +9,8 @@ from trainer_helpers import chemistry_rows, sdft_trainer, tiny_model_dir
 from caopd.trainer import EMA_TEACHER_FILE
 
 
+pytestmark = pytest.mark.slow  # trains and kills training processes: not in the quick loop (README, "Working on caopd")
+
 def _trainer(model_dir, out, dataset, tok): return sdft_trainer(model_dir, out, dataset, tok, max_steps=4, save_steps=2)
 
 

@@ -12,6 +12,8 @@ from conftest import ROOT
 from trainer_helpers import tiny_model_dir
 
 
+pytestmark = pytest.mark.slow  # resolves pip environments: not in the quick loop (README, "Working on caopd")
+
 def transformers_range() -> Requirement:
     "settings.ini's transformers requirement, the one statement of the range."
     cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini', encoding='utf-8')
