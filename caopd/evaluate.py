@@ -378,8 +378,9 @@ def expected_markdown(expected:dict|None, # `expected_report(records)`
     "The report of the expected stated confidence (ours) as a Markdown section, or the line saying why there is none."
     head = '\n### Expected stated confidence (ours: the mean of the model\'s value distribution, `caopd.readout`)\n\n'
     if expected is None:
-        why = ("the server sent no log-probabilities" if settings.get('backend') == 'openai' else
-               "no answer has a `Confidence:` label" if settings.get('readout_decimals') else "it was not read (readout=False)")
+        why = ("it was not read (readout=False)" if not settings.get('readout_decimals') else
+               "the server sent no log-probabilities" if settings.get('backend') == 'openai' else
+               "no answer has a `Confidence:` label")
         return f'{head}Not available: {why}.\n'
     return head + report_markdown(expected)
 
