@@ -10,10 +10,6 @@ import caopd
 from .cli import Refusal
 from .provenance import repo_root
 
-# Moved to their own modules (CHANGELOG, Unreleased): importable from here too for one release
-from .provenance import (KEY_PACKAGES, CREDENTIAL_ENVS, CredentialError, check_no_credentials, credential_fields,
-                              environment_record, git_commit)
-
 # %% auto #0
 __all__ = ['PAPER_DOMAINS', 'DOMAINS', 'DOMAIN_NAMES', 'CONFIDENCE_INSTRUCTION', 'TOOLUSE_CONFIDENCE_INSTRUCTION',
            'CHEMISTRY_TEMPLATE', 'TOOLUSE_TEMPLATE', 'DEMONSTRATION_CONFIDENCE', 'SDFT_TEACHER_TEMPLATE',

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib, json, logging, math, sys, time
 from pathlib import Path
 from .io import atomic_write, markdown_table, read_jsonl, write_json
-from .io import append_jsonl as append_jsonl_, write_jsonl as write_jsonl_  # beside the deprecated names here
+from .io import append_jsonl, write_jsonl
 import warnings
 from .cli import Refusal, command, integer, json_object, named, nonempty, one_of, real
 from .confidence import parse_confidence
@@ -22,16 +22,12 @@ from .verifiers import answer_letter, extract_answer, verify
 
 _log = logging.getLogger('caopd.evaluate')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
 
-# Moved to their own modules (CHANGELOG, Unreleased): importable from here too for one release
-from .generation import GENERATE_TOP_K, OPENAI_PREFIX, DEFAULT_OPENAI_URL, API_RETRY_DELAY, openai_client
-from .testing import ScriptedAPI
-
 # %% auto #0
 __all__ = ['BREAKDOWNS', 'EXPECTED', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'score_completion',
-           'score_completions', 'write_jsonl', 'append_jsonl', 'report_markdown', 'breakdown_key', 'readout_fields',
-           'expected_report', 'records_report', 'breakdown', 'breakdown_markdown', 'prompts_sha256', 'kept_records',
-           'open_run', 'evaluate', 'expected_markdown', 'write_run', 'confidence_probe', 'elicit_confidence',
-           'other_domain', 'protocol', 'main']
+           'score_completions', 'report_markdown', 'breakdown_key', 'readout_fields', 'expected_report',
+           'records_report', 'breakdown', 'breakdown_markdown', 'prompts_sha256', 'kept_records', 'open_run',
+           'evaluate', 'expected_markdown', 'write_run', 'confidence_probe', 'elicit_confidence', 'other_domain',
+           'protocol', 'main']
 
 # %% ../nbs/09_evaluate.ipynb #c026
 def score_completion(row:dict,  # a dataset row with `id`, `answer` and `prompt`
@@ -56,19 +52,6 @@ def score_completions(rows,  # dataset rows with `id`, `answer` and `prompt` (a 
     if len(rows) != len(completions):
         raise ValueError(f"{len(rows)} rows but {len(completions)} lists of completions: they must match one to one")
     return [score_completion(row, j, c, domain) for row, samples in zip(rows, completions) for j, c in enumerate(samples)]
-
-# %% ../nbs/09_evaluate.ipynb #c031
-def write_jsonl(records:list[dict], path):
-    "Deprecated (goes in the next release): `caopd.io.write_jsonl(path, records)`, which takes the path first."
-    warnings.warn("caopd.evaluate.write_jsonl(records, path) is deprecated: use caopd.io.write_jsonl(path, records)",
-                  DeprecationWarning, stacklevel=2)
-    return write_jsonl_(path, records)
-
-def append_jsonl(records:list[dict], path):
-    "Deprecated (goes in the next release): `caopd.io.append_jsonl(path, records)`, which takes the path first."
-    warnings.warn("caopd.evaluate.append_jsonl(records, path) is deprecated: use caopd.io.append_jsonl(path, records)",
-                  DeprecationWarning, stacklevel=2)
-    return append_jsonl_(path, records)
 
 # %% ../nbs/09_evaluate.ipynb #c032
 def _fmt(v) -> str:
@@ -310,7 +293,7 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     new = []
     def keep(recs):  # every finished sample goes to disk at once
         new.extend(recs)
-        if out is not None and recs: append_jsonl_(Path(out)/'records.jsonl', recs)
+        if out is not None and recs: append_jsonl(Path(out)/'records.jsonl', recs)
     def keep_prompt(k, samples):
         recs = []
         for j in missing[k]:
@@ -393,7 +376,7 @@ def write_run(out,  # the run folder
     from caopd.figures import confidence_histogram, reliability_diagram, risk_coverage_curves
     from caopd.saving import save_figure  # plotly: only here
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    write_jsonl_(out/'records.jsonl', records)
+    write_jsonl(out/'records.jsonl', records)
     key = breakdown_key(records, settings['domain']) if settings.get('domain') else None
     by = dict(key=key, groups=breakdown(records, key)) if key else None
     expected = expected_report(records)

@@ -22,11 +22,6 @@ from .metrics import aurc, confidence_counts, reliability_bins, risk_coverage
 from .tables import (ACCURACY_KEYS, METRIC_TITLES, METHOD_NAMES, METHOD_COLORS, SETTING_COLORS, SOURCE_SYMBOLS,
                           _PALETTE, _check_long, _detail, entity_names, log_metric, method_color, model_size, wide_table)
 
-# Moved to their own modules (CHANGELOG, Unreleased): importable from here too for one release
-from .tables import ENTITY_COLUMNS, paper_dir, paper_table
-from .saving import figure_from_html, png_from_html, read_figure, save_figure, save_table
-from .io import markdown_table
-
 # %% ../nbs/10_figures.ipynb #fc046
 def reliability_diagram(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing
                         correct:Sequence, # bools or 0/1, one per response

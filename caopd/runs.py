@@ -15,10 +15,6 @@ from .plan import nodes_markdown, plan_row, plan_text, recipe_runs
 from .provenance import check_no_credentials
 from .runfolder import REPLACED, RunFolder, is_run, load_run
 
-# Moved to their own modules (CHANGELOG, Unreleased): importable from here too for one release
-from .runfolder import RUN_IDENTITY, OVERRIDES_NOT_IDENTITY, diff_text, identity_diff, run_folder, run_identity
-from .io import read_json, read_jsonl, write_json, write_jsonl
-
 # %% auto #0
 __all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'runs_table', 'papermill_command', 'read_grid', 'run_grid', 'grid_plans', 'nodes_report',
            'main']

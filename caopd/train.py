@@ -14,13 +14,6 @@ from .runfolder import RunFolder
 
 _log = logging.getLogger('caopd.train')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
 
-# Moved to their own modules (CHANGELOG, Unreleased): importable from here too for one release
-from .arguments import (PRESETS, ROLLOUT_SAMPLING, PAPER_NODE_GPUS, OFF, DTYPES, RUN_RULES, RECIPE_ENV, check_run,
-                             node_gpus)
-from .plan import (NODES, OPTIMIZER_PLANS, plan_node, plan_overrides, plan_row, plan_text, plans_markdown, recipe_runs,
-                        nodes_markdown)
-from .runfolder import is_run
-
 # %% auto #0
 __all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'trainer_config', 'readout_decimals', 'lora_config',
            'method_args', 'Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained',
@@ -459,10 +452,3 @@ def main(argv:list[str]|None=None):
 
 # %% ../nbs/13_train.ipynb #c039
 if __name__ == '__main__' and Path(sys.argv[0]).name == 'train.py': main()  # python -m caopd.train (not a notebook kernel)
-
-# %% ../nbs/13_train.ipynb #3e9d9114
-def __getattr__(name:str):  # moved to caopd.runs (CHANGELOG, Unreleased): importable from here too for one release
-    if name in ('grid_plans', 'nodes_report'):
-        from caopd import runs
-        return getattr(runs, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

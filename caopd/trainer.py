@@ -30,11 +30,6 @@ from .estimators import empirical_confidence, needs_more_rollouts, spread_reques
 from .loss import caopd_loss
 from .sharding import broadcast_teacher_from_rank0, is_sharded, load_ema_teacher, save_ema_teacher
 
-# Moved to their own modules (CHANGELOG, Unreleased): importable from here too for one release
-from .estimators import SHRINKAGE_MIN_PROMPTS, shrinkage_prior, wilson_halfwidth
-from .sharding import full_state_dict, tied_names
-from .testing import script_rollouts
-
 # %% ../nbs/07_trainer.ipynb #c012
 class CaOPDMixin:
     "CaOPD's steps (Algorithm 1) for a TRL self-distillation trainer; put it first among the bases."
