@@ -8,7 +8,6 @@ import hashlib, json, logging, math, sys, time
 from pathlib import Path
 from .io import atomic_write, markdown_table, read_jsonl, write_json
 from .io import append_jsonl, write_jsonl
-import warnings
 from .cli import Refusal, command, integer, json_object, named, nonempty, one_of, real
 from .confidence import parse_confidence
 from .data import PAPER_DOMAINS, check_domain, load_domain
@@ -212,8 +211,7 @@ def _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, decima
         return
     from tqdm.auto import tqdm
     from caopd.models import chat_template_kwargs, load_model
-    from caopd.readout import TokenTable, expected_value, transformers_readout, vllm_next_probs
-    from caopd.confidence import confidence_label_end
+    from caopd.readout import completion_readout, transformers_next_probs, vllm_next_probs
     if backend == 'vllm':
         llm = llm or vllm_engine(str(model), seed, tensor_parallel_size, max_model_len)
         tok = llm.get_tokenizer()
@@ -221,12 +219,9 @@ def _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, decima
     kw = chat_template_kwargs(tok.name_or_path if is_pair else str(model), tok)
     for r in tqdm(need, desc='readout', unit='sample', disable=not progress):
         text = tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw)
-        if backend == 'transformers': got = transformers_readout(lm, tok, text, r['completion'], decimals)
-        else:
-            end = confidence_label_end(r['completion'])
-            ids = None if end is None else tok(text + r['completion'][:end], add_special_tokens=False)['input_ids']
-            got = None if ids is None else expected_value(vllm_next_probs(llm, ids), TokenTable.of(tok), decimals)
-        r.update(readout_fields(got))
+        after = ((lambda ids: transformers_next_probs(lm, ids)) if backend == 'transformers' else
+                 (lambda ids: vllm_next_probs(llm, ids)))
+        r.update(readout_fields(completion_readout(after, tok, text, r['completion'], decimals)))
 
 def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 'openai:<name>', or a loaded (model, tokenizer) pair
              domain:str='chemistry',  # 'chemistry', 'tooluse' or 'arithmetic' (ours)

@@ -13,7 +13,7 @@ from .confidence import confidence_label_end
 
 # %% auto #0
 __all__ = ['READOUT_PRUNE', 'TOP_LOGPROBS', 'value_grammar', 'ends_value', 'TokenTable', 'Readout', 'expected_value',
-           'transformers_next_probs', 'transformers_readout', 'vllm_next_probs', 'api_readout']
+           'transformers_next_probs', 'completion_readout', 'transformers_readout', 'vllm_next_probs', 'api_readout']
 
 # %% ../nbs/09c_readout.ipynb #r006
 READOUT_PRUNE = 1e-4  # a branch of the value tree less likely than this is not read further; its mass is reported as pruned
@@ -83,8 +83,8 @@ def _split(dist, table:TokenTable, root:bool) -> tuple:
     "(listed mass, end mass, [(id, p) of tokens that may spell a value]) of one next-token distribution."
     if isinstance(dist, dict):
         lead = set(table.leading + table.blank) if root else set()
-        steps = [(i, q) for i, q in dist.items() if table.texts[i][:1] in tuple('0123456789.') and table.texts[i][:1]
-                 or i in lead]
+        spells = set(table.numeric) | lead
+        steps = [(i, q) for i, q in dist.items() if i in spells]
         end = sum(q for i, q in dist.items() if table.ends[i] and i not in lead)
         return sum(dist.values()), end, steps
     v = np.asarray(dist.detach().double().cpu() if hasattr(dist, 'detach') else dist, dtype=np.float64)
@@ -161,6 +161,19 @@ def transformers_next_probs(model, # a transformers causal LM
         return res
     return next_probs
 
+def completion_readout(next_probs_after, # prefix token ids -> `next_probs` (`transformers_next_probs`, `vllm_next_probs`)
+                       tokenizer, # the model's tokenizer
+                       prompt_text:str, # the prompt as the model saw it (chat template applied)
+                       completion:str, # the sampled completion
+                       decimals:int=2, # most decimals of a value (the run's `confidence_decimals`)
+                       prune:float=READOUT_PRUNE, # see `expected_value`
+                      ) -> Readout|None:
+    "The expected stated confidence of `completion` from a model run here, or None when it has no `Confidence:` label."
+    end = confidence_label_end(completion)
+    if end is None: return None
+    ids = tokenizer(prompt_text + completion[:end], add_special_tokens=False)['input_ids']
+    return expected_value(next_probs_after(ids), TokenTable.of(tokenizer), decimals, prune)
+
 def transformers_readout(model, # a transformers causal LM
                          tokenizer, # its tokenizer
                          prompt_text:str, # the prompt as the model saw it (chat template applied)
@@ -169,10 +182,8 @@ def transformers_readout(model, # a transformers causal LM
                          prune:float=READOUT_PRUNE, # see `expected_value`
                         ) -> Readout|None:
     "The expected stated confidence of `completion`, or None when it has no `Confidence:` label."
-    end = confidence_label_end(completion)
-    if end is None: return None
-    ids = tokenizer(prompt_text + completion[:end], add_special_tokens=False)['input_ids']
-    return expected_value(transformers_next_probs(model, ids), TokenTable.of(tokenizer), decimals, prune)
+    return completion_readout(lambda ids: transformers_next_probs(model, ids), tokenizer, prompt_text, completion,
+                              decimals, prune)
 
 # %% ../nbs/09c_readout.ipynb #r025
 def vllm_next_probs(llm, # a `vllm.LLM`
