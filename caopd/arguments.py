@@ -98,6 +98,8 @@ class RunArguments:
                                       "training temperature 1.0)", default=None)
     backend: str = _h("evaluation backend: 'auto', 'transformers' or 'vllm'", default='auto')
     elicit: bool | None = _h("also ask for a confidence after each test completion (transformers only)", default=None)
+    evaluations: bool = _h("evaluate the start and the trained model (caopd-train, nbs/train.ipynb); False: train "
+                            "only (the folder is then not finished: no metrics.json)", default=True)
     use_vllm: bool | None = _h("vLLM for training rollouts", default=None)
     vllm_mode: str = _h("'colocate' (vLLM shares the training GPUs) or 'server' (`trl vllm-serve` on GPUs of its own)",
                         default='colocate')
@@ -180,7 +182,7 @@ RUN_RULES = {  # field: (rule, why); None (the preset's value) always passes
     'gpu': (one_of('auto', 'cpu', *GPUS), 'the GPUs caopd.preflight has memory figures for'),
     'save_steps': (integer(1), 'optimizer steps between checkpoints'),
     'seed': (integer(0), 'numpy and torch take seeds >= 0'), 'out': (nonempty, 'the run folder'),
-    **{f: (boolean, '') for f in ('gradient_checkpointing', 'elicit', 'use_vllm', 'fsdp_offload', 'resume', 'push_to_hub', 'save_model',
+    **{f: (boolean, '') for f in ('gradient_checkpointing', 'elicit', 'evaluations', 'use_vllm', 'fsdp_offload', 'resume', 'push_to_hub', 'save_model',
                                   'dry_run')},
     'format_warmup': (named(_warmup_mask), ''),  # last: a mask's name is checked against caopd.warmup, which imports TRL
 }
