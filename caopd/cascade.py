@@ -65,9 +65,10 @@ def cascade_curve(records:Sequence, # the small model's per-sample records (`id`
                   n_boot:int=1000, # bootstrap resamples of the questions (0: no intervals)
                   level:float=0.95, # coverage of the percentile intervals
                   seed:int=0, # seed of the resamples
+                  key:str='confidence', # the confidence routed on: 'confidence' (stated) or 'expected_confidence' (ours)
                  ) -> pd.DataFrame:
-    "Accuracy and cost of the cascade at every threshold of the stated confidence, beside random routing (`CURVE_COLUMNS`)."
-    records = _fields(records, 'records', 'id', 'correct', 'confidence')
+    "Accuracy and cost of the cascade at every threshold of the stated confidence (or `key`'s), beside random routing (`CURVE_COLUMNS`)."
+    records = _fields(records, 'records', 'id', 'correct', key)
     if not records: raise Refusal("records is empty: a cascade needs the small model's evaluated responses")
     for name, v in (('cost_small', cost_small), ('cost_deferral', cost_deferral)):
         if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) or not (0 <= v < math.inf):
@@ -76,7 +77,7 @@ def cascade_curve(records:Sequence, # the small model's per-sample records (`id`
         raise Refusal(f"n_boot={n_boot!r} must be an integer >= 0")
     if not (isinstance(level, (float, int)) and 0 < level < 1): raise Refusal(f"level={level!r} must be in (0, 1), e.g. 0.95")
     n = len(records)
-    c = _as_confidence([r['confidence'] for r in records])
+    c = _as_confidence([r[key] for r in records])
     y = _as_correct([r['correct'] for r in records], n).astype(np.float64)
     d = deferral_correct(records, deferral)
     stated = ~np.isnan(c)

@@ -388,7 +388,9 @@ def write_run(out,  # the run folder
                     out/'reliability_expected')
     save_figure(confidence_histogram({'verbalized confidence': [c for c in conf if c is not None]},
                                      title=f'Confidence: {title}'), out/'confidence')
-    save_figure(risk_coverage_curves({str(settings.get('model')): (conf, correct)}, title=f'Selective answering: {title}'),
+    curves = {str(settings.get('model')): (conf, correct)}  # the stated confidence, then the expected one (ours) where read
+    if expected is not None: curves[f"{settings.get('model')}: expected (ours)"] = ([r.get(EXPECTED) for r in records], correct)
+    save_figure(risk_coverage_curves(curves, title=f'Selective answering: {title}'),
                 out/'risk_coverage')
     return out
 

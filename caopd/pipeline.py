@@ -189,13 +189,17 @@ def figures_stage(run:Run, # `prepare(...)`
     "Draw the run's figures into figures/ (training curves, format adherence, reliability, risk-coverage, levels, distributions): {name: figure}."
     from caopd.figures import (confidence_distributions, format_adherence_curves, level_calibration, reliability_grid,
                                risk_coverage_curves, training_curves)
+    from caopd.evaluate import EXPECTED
     from caopd.saving import save_figure
     from caopd.tables import METHOD_COLORS
     s, folder, method = run.settings, run.folder, run.settings['method']
     log, targets = folder.read_log(), folder.read_targets()
     figs = dict(training_curves=training_curves({run.label: log}), format_adherence=format_adherence_curves({run.label: log}))
-    pairs = {f"before ({before.report['n']} samples)": ([r['confidence'] for r in before.records], [r['correct'] for r in before.records]),
-             f'after {method}': ([r['confidence'] for r in after.records], [r['correct'] for r in after.records])}
+    pairs = {}  # the stated confidence (the paper's metric), then the expected one (ours) where it was read
+    for name, field in (('', 'confidence'), (': expected (ours)', EXPECTED)):
+        for when, ev in ((f"before ({before.report['n']} samples)", before), (f'after {method}', after)):
+            if field == 'confidence' or ev.expected is not None:
+                pairs[when + name] = ([r.get(field) for r in ev.records], [r['correct'] for r in ev.records])
     figs.update(reliability=reliability_grid(pairs),
                 risk_coverage=risk_coverage_curves(pairs))  # selective answering: AURC beside the oracle and random ones
     if metrics.get('breakdown', {}).get('key') == 'difficulty':  # each level's stated confidence against its accuracy

@@ -65,3 +65,18 @@ def test_bad_input_is_refused(tmp_path, bad, message):
     with pytest.raises(pm.PapermillExecutionError, match=message.replace('[', r'\[').replace(']', r'\]')):
         _run(tmp_path, **bad)
     assert not (tmp_path/'out').exists()  # refused before anything was written
+
+
+@pytest.mark.slow
+def test_both_readouts_route_on_the_committed_gpu_runs(tmp_path):
+    "figures/cascade/gpu-readout is what the notebook draws from the GPU runs with the readout: each small model routed on its stated confidence and on its expected one (ours)."
+    import papermill as pm
+    R = 'figures/runs/gpu-readout'
+    pm.execute_notebook(str(NB), str(tmp_path/'cascade.ipynb'), kernel_name='python3', cwd=str(ROOT), progress_bar=False,
+                        parameters=dict(out_dir=str(tmp_path/'out'), png=False,
+                                        runs=f'{R}/caopd-sdft-s2-n24,{R}/sdft-s2-n24'))  # the README's command
+    table = pd.read_csv(tmp_path/'out'/'cascade_table.csv')
+    pd.testing.assert_frame_equal(table, pd.read_csv(ROOT/'figures'/'cascade'/'gpu-readout'/'cascade_table.csv'))
+    assert table['small model'].unique().tolist() == [
+        'CaOPD (SDFT), trained', 'CaOPD (SDFT), trained: expected (ours)', 'start (before training)',
+        'start (before training): expected (ours)', 'SDFT, trained', 'SDFT, trained: expected (ours)']
