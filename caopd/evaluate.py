@@ -202,7 +202,7 @@ def open_run(out,  # the run folder
 
 # %% ../nbs/09_evaluate.ipynb #c035
 def _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, decimals, progress, tensor_parallel_size,
-                   max_model_len, seed):
+                   max_model_len, seed, batch_size=16):
     "Add the expected stated confidence to every record without one (in place): from the model here, or none (an API's)."
     need = [r for r in records if EXPECTED not in r]
     if not need: return
@@ -211,17 +211,22 @@ def _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, decima
         return
     from tqdm.auto import tqdm
     from caopd.models import chat_template_kwargs, load_model
-    from caopd.readout import completion_readout, transformers_next_probs, vllm_next_probs
+    from caopd.readout import completion_readout, transformers_readouts, vllm_next_probs
     if backend == 'vllm':
         llm = llm or vllm_engine(str(model), seed, tensor_parallel_size, max_model_len)
         tok = llm.get_tokenizer()
     elif lm is None: lm, tok = model if is_pair else load_model(model, dtype=dtype)
     kw = chat_template_kwargs(tok.name_or_path if is_pair else str(model), tok)
-    for r in tqdm(need, desc='readout', unit='sample', disable=not progress):
-        text = tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw)
-        after = ((lambda ids: transformers_next_probs(lm, ids)) if backend == 'transformers' else
-                 (lambda ids: vllm_next_probs(llm, ids)))
-        r.update(readout_fields(completion_readout(after, tok, text, r['completion'], decimals)))
+    texts = [tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw) for r in need]
+    if backend == 'transformers':  # a batch of answers at a time: one padded pass over their prefixes, then their trees
+        for b in tqdm(range(0, len(need), batch_size), desc='readout', unit='batch', disable=not progress):
+            part = need[b:b + batch_size]
+            read = transformers_readouts(lm, tok, texts[b:b + batch_size], [r['completion'] for r in part], decimals,
+                                         batch_size=batch_size)
+            for r, x in zip(part, read): r.update(readout_fields(x))
+        return
+    for r, text in tqdm(list(zip(need, texts)), desc='readout', unit='sample', disable=not progress):
+        r.update(readout_fields(completion_readout(lambda ids: vllm_next_probs(llm, ids), tok, text, r['completion'], decimals)))
 
 def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 'openai:<name>', or a loaded (model, tokenizer) pair
              domain:str='chemistry',  # 'chemistry', 'tooluse' or 'arithmetic' (ours)
@@ -336,7 +341,7 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     if len(records) != len(rows) * n_samples:
         raise RuntimeError(f"{len(records)} records for {len(rows)} prompts x {n_samples} samples: some samples are missing")
     if readout: _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, readout_decimals, progress,
-                               tensor_parallel_size, max_model_len, seed)
+                               tensor_parallel_size, max_model_len, seed, batch_size)
     report = records_report(records)  # intervals resample prompts
     settings.update(seconds=round(time.time() - t0, 1), resumed_samples=len(done))
     if backend == 'openai':

@@ -12,8 +12,9 @@ import numpy as np
 from .confidence import confidence_label_end
 
 # %% auto #0
-__all__ = ['READOUT_PRUNE', 'TOP_LOGPROBS', 'value_grammar', 'ends_value', 'TokenTable', 'Readout', 'expected_value',
-           'transformers_next_probs', 'completion_readout', 'transformers_readout', 'vllm_next_probs', 'api_readout']
+__all__ = ['READOUT_PRUNE', 'TOP_LOGPROBS', 'value_grammar', 'ends_value', 'TokenTable', 'Readout', 'expected_values',
+           'expected_value', 'transformers_batch_next_probs', 'transformers_next_probs', 'label_prefix',
+           'completion_readout', 'transformers_readouts', 'transformers_readout', 'vllm_next_probs', 'api_readout']
 
 # %% ../nbs/09c_readout.ipynb #r006
 READOUT_PRUNE = 1e-4  # a branch of the value tree less likely than this is not read further; its mass is reported as pruned
@@ -93,6 +94,45 @@ def _split(dist, table:TokenTable, root:bool) -> tuple:
     ids = table.numeric + before
     return float(v.sum()), end, [(i, float(v[i])) for i in ids]
 
+def expected_values(next_probs, # list of (tree, token-id tuple after its label) -> one distribution each (vector or dict)
+                    n:int, # trees read together: one per completion, each after its own label
+                    table:TokenTable, # the vocabulary's texts (`TokenTable.of(tokenizer)`)
+                    decimals:int=2, # most decimals of a value (the run's `confidence_decimals`)
+                    prune:float=READOUT_PRUNE, # branches less likely than this are not read (0: read every branch)
+                    max_tokens:int|None=None, # most tokens a value is read over (None: decimals + 6); longer branches are pruned
+                   ) -> list[Readout]:
+    "The model's expected value over the values CaOPD writes, for `n` completions at once: each level of their trees in one call."
+    can_grow, is_value = value_grammar(decimals)
+    (total, mass, outside, pruned), nodes = ([0.0] * n for _ in range(4)), [0] * n
+    frontier = [(k, (), '', 1.0) for k in range(n)]
+    depth = max_tokens or decimals + 6  # a value and a few spaces before it: longer branches are no value CaOPD writes
+    while frontier:
+        dists, children = next_probs([(k, ids) for k, ids, _, _ in frontier]), []
+        for (k, ids, s, p), dist in zip(frontier, dists, strict=True):
+            nodes[k] += 1
+            listed, end, steps = _split(dist, table, root=not s)
+            if is_value(s): total[k], mass[k] = total[k] + p * end * float(s), mass[k] + p * end
+            else: outside[k] += p * end  # the root (no number at all) or a string such as '0.'
+            used = end
+            for i, q in steps:
+                used += q
+                text = table.texts[i] if s else table.texts[i].lstrip(' \t')  # spaces before the value are the label's
+                run = _RUN.match(text).group()
+                s2, rest, pq = s + run, text[len(run):], p * q
+                if not s2 and not rest: children.append((k, ids + (i,), s2, pq))  # more space before the value
+                elif not can_grow(s2): outside[k] += pq
+                elif rest:  # a number, then something else in one token: the value ends here
+                    if is_value(s2) and ends_value(rest): total[k], mass[k] = total[k] + pq * float(s2), mass[k] + pq
+                    else: outside[k] += pq
+                else: children.append((k, ids + (i,), s2, pq))
+            outside[k] += p * max(listed - used, 0.0)  # words, other numbers: listed, spelling no value
+            pruned[k] += p * max(1.0 - listed, 0.0)  # what the distribution does not list
+        frontier = []
+        for c in children:
+            if c[3] >= prune and len(c[1]) <= depth: frontier.append(c)
+            else: pruned[c[0]] += c[3]
+    return [Readout(total[k] / mass[k] if mass[k] > 0 else None, mass[k], outside[k], pruned[k], nodes[k]) for k in range(n)]
+
 def expected_value(next_probs, # (list of token-id tuples after the label) -> one distribution per tuple (vector or dict)
                    table:TokenTable, # the vocabulary's texts (`TokenTable.of(tokenizer)`)
                    decimals:int=2, # most decimals of a value (the run's `confidence_decimals`)
@@ -100,66 +140,64 @@ def expected_value(next_probs, # (list of token-id tuples after the label) -> on
                    max_tokens:int|None=None, # most tokens a value is read over (None: decimals + 6); longer branches are pruned
                   ) -> Readout:
     "The model's expected value over the values CaOPD writes, from its next-token distributions after the label."
-    can_grow, is_value = value_grammar(decimals)
-    frontier, total, mass, outside, pruned, nodes = [((), '', 1.0)], 0.0, 0.0, 0.0, 0.0, 0
-    depth = max_tokens or decimals + 6  # a value and a few spaces before it: longer branches are no value CaOPD writes
-    while frontier:
-        dists, children = next_probs([ids for ids, _, _ in frontier]), []
-        nodes += len(frontier)
-        for (ids, s, p), dist in zip(frontier, dists, strict=True):
-            listed, end, steps = _split(dist, table, root=not s)
-            if is_value(s): total, mass = total + p * end * float(s), mass + p * end
-            else: outside += p * end  # the root (no number at all) or a string such as '0.'
-            used = end
-            for i, q in steps:
-                used += q
-                text = table.texts[i] if s else table.texts[i].lstrip(' \t')  # spaces before the value are the label's
-                run = _RUN.match(text).group()
-                s2, rest, pq = s + run, text[len(run):], p * q
-                if not s2 and not rest: children.append((ids + (i,), s2, pq))  # more space before the value
-                elif not can_grow(s2): outside += pq
-                elif rest:  # a number, then something else in one token: the value ends here
-                    if is_value(s2) and ends_value(rest): total, mass = total + pq * float(s2), mass + pq
-                    else: outside += pq
-                else: children.append((ids + (i,), s2, pq))
-            outside += p * max(listed - used, 0.0)  # words, other numbers: listed, spelling no value
-            pruned += p * max(1.0 - listed, 0.0)  # what the distribution does not list
-        frontier = [c for c in children if c[2] >= prune and len(c[0]) <= depth]
-        pruned += sum(c[2] for c in children if not (c[2] >= prune and len(c[0]) <= depth))
-    return Readout(total / mass if mass > 0 else None, mass, outside, pruned, nodes)
+    return expected_values(lambda nodes: next_probs([ids for _, ids in nodes]), 1, table, decimals, prune, max_tokens)[0]
 
 # %% ../nbs/09c_readout.ipynb #r019
+def transformers_batch_next_probs(model, # a transformers causal LM
+                                  prefixes:list[list[int]], # per completion: the prompt and the completion up to the label, as token ids
+                                  chunk:int=16, # suffixes read per forward pass
+                                 ):
+    "`next_probs` for `expected_values`: the model's next-token probabilities after each prefix (one padded pass) and each suffix."
+    import inspect, torch
+    device, pad = model.device, 0
+    # transformers 5.24 calls the cache `cache` and warns on `past_key_values`; 5.17 (the vllm extra's) knows only that
+    name = 'cache' if 'cache' in inspect.signature(model.forward).parameters else 'past_key_values'
+    n, P = len(prefixes), max(len(p) for p in prefixes)
+    lengths = torch.tensor([len(p) for p in prefixes])
+    ids, prefix_mask = torch.full((n, P), pad, dtype=torch.long), torch.zeros(n, P, dtype=torch.long)
+    for r, p in enumerate(prefixes): ids[r, P - len(p):], prefix_mask[r, P - len(p):] = torch.tensor(p), 1  # left padded
+    positions = (prefix_mask.cumsum(1) - 1).clamp(min=0)
+    with torch.inference_mode():
+        out = model(input_ids=ids.to(device), attention_mask=prefix_mask.to(device), position_ids=positions.to(device),
+                    use_cache=True)
+    cache = getattr(out, name)
+    roots = torch.softmax(out.logits[:, -1].float(), -1)
+    def next_probs(nodes):
+        res = [roots[k] if not s else None for k, s in nodes]
+        todo = [j for j, (_, s) in enumerate(nodes) if s]
+        for b in range(0, len(todo), chunk):
+            js = todo[b:b + chunk]
+            rows = torch.tensor([nodes[j][0] for j in js])
+            m, L = len(js), max(len(nodes[j][1]) for j in js)
+            ids, mask = torch.zeros(m, L, dtype=torch.long), torch.zeros(m, L, dtype=torch.long)
+            for r, j in enumerate(js): ids[r, :len(nodes[j][1])], mask[r, :len(nodes[j][1])] = torch.tensor(nodes[j][1]), 1
+            c = copy.deepcopy(cache)
+            c.batch_select_indices(rows.to(device))  # each node's own completion's prefix
+            attention = torch.cat([prefix_mask[rows], mask], 1).to(device)
+            pos = (lengths[rows, None] + torch.arange(L)).to(device)
+            with torch.inference_mode():
+                logits = model(input_ids=ids.to(device), attention_mask=attention, use_cache=True, **{name: c},
+                               position_ids=pos).logits
+            for r, j in enumerate(js): res[j] = torch.softmax(logits[r, len(nodes[j][1]) - 1].float(), -1)
+        return res
+    return next_probs
+
 def transformers_next_probs(model, # a transformers causal LM
                             prefix_ids:list[int], # the prompt and the completion up to the label, as token ids
                             chunk:int=16, # suffixes read per forward pass
                            ):
     "`next_probs` for `expected_value`: the model's next-token probabilities after `prefix_ids` and each suffix."
-    import inspect, torch
-    device = model.device
-    # transformers 5.24 calls the cache `cache` and warns on `past_key_values`; 5.17 (the vllm extra's) knows only that
-    name = 'cache' if 'cache' in inspect.signature(model.forward).parameters else 'past_key_values'
-    with torch.inference_mode():
-        out = model(torch.tensor([list(prefix_ids)], device=device), use_cache=True)
-    cache, P = getattr(out, name), len(prefix_ids)
-    root = torch.softmax(out.logits[0, -1].float(), -1)
-    def next_probs(suffixes):
-        res = [root if not s else None for s in suffixes]
-        todo = [k for k, s in enumerate(suffixes) if s]
-        for b in range(0, len(todo), chunk):
-            ks = todo[b:b + chunk]
-            m, L = len(ks), max(len(suffixes[k]) for k in ks)
-            ids, mask = torch.zeros(m, L, dtype=torch.long), torch.zeros(m, L, dtype=torch.long)
-            for r, k in enumerate(ks):
-                ids[r, :len(suffixes[k])], mask[r, :len(suffixes[k])] = torch.tensor(suffixes[k]), 1
-            c = copy.deepcopy(cache)
-            c.batch_repeat_interleave(m)
-            attention = torch.cat([torch.ones(m, P, dtype=torch.long), mask], 1).to(device)
-            with torch.inference_mode():
-                logits = model(input_ids=ids.to(device), attention_mask=attention, use_cache=True, **{name: c},
-                               position_ids=torch.arange(P, P + L, device=device).expand(m, L)).logits
-            for r, k in enumerate(ks): res[k] = torch.softmax(logits[r, len(suffixes[k]) - 1].float(), -1)
-        return res
-    return next_probs
+    batch = transformers_batch_next_probs(model, [list(prefix_ids)], chunk)
+    return lambda suffixes: batch([(0, s) for s in suffixes])
+
+def label_prefix(tokenizer, # the model's tokenizer
+                 prompt_text:str, # the prompt as the model saw it (chat template applied)
+                 completion:str, # the sampled completion
+                ) -> list[int]|None:
+    "The token ids of the prompt and the completion up to its last `Confidence:` label; None when it has none."
+    end = confidence_label_end(completion)
+    if end is None: return None
+    return tokenizer(prompt_text + completion[:end], add_special_tokens=False)['input_ids']
 
 def completion_readout(next_probs_after, # prefix token ids -> `next_probs` (`transformers_next_probs`, `vllm_next_probs`)
                        tokenizer, # the model's tokenizer
@@ -169,10 +207,27 @@ def completion_readout(next_probs_after, # prefix token ids -> `next_probs` (`tr
                        prune:float=READOUT_PRUNE, # see `expected_value`
                       ) -> Readout|None:
     "The expected stated confidence of `completion` from a model run here, or None when it has no `Confidence:` label."
-    end = confidence_label_end(completion)
-    if end is None: return None
-    ids = tokenizer(prompt_text + completion[:end], add_special_tokens=False)['input_ids']
+    ids = label_prefix(tokenizer, prompt_text, completion)
+    if ids is None: return None
     return expected_value(next_probs_after(ids), TokenTable.of(tokenizer), decimals, prune)
+
+def transformers_readouts(model, # a transformers causal LM
+                          tokenizer, # its tokenizer
+                          prompt_texts:list[str], # the prompts as the model saw them (chat template applied)
+                          completions:list[str], # the sampled completions, one per prompt
+                          decimals:int=2, # most decimals of a value (the run's `confidence_decimals`)
+                          prune:float=READOUT_PRUNE, # see `expected_value`
+                          batch_size:int=16, # completions read together: one padded pass over their prefixes, then their trees level by level
+                         ) -> list[Readout|None]:
+    "The expected stated confidence of each completion (None where it has no `Confidence:` label), read in batches."
+    prefixes = [label_prefix(tokenizer, p, c) for p, c in zip(prompt_texts, completions, strict=True)]
+    todo, out, table = [k for k, p in enumerate(prefixes) if p is not None], [None] * len(prefixes), TokenTable.of(tokenizer)
+    todo.sort(key=lambda k: len(prefixes[k]))  # alike lengths together: less padding
+    for b in range(0, len(todo), batch_size):
+        ks = todo[b:b + batch_size]
+        read = expected_values(transformers_batch_next_probs(model, [prefixes[k] for k in ks]), len(ks), table, decimals, prune)
+        for k, r in zip(ks, read): out[k] = r
+    return out
 
 def transformers_readout(model, # a transformers causal LM
                          tokenizer, # its tokenizer
@@ -182,8 +237,7 @@ def transformers_readout(model, # a transformers causal LM
                          prune:float=READOUT_PRUNE, # see `expected_value`
                         ) -> Readout|None:
     "The expected stated confidence of `completion`, or None when it has no `Confidence:` label."
-    return completion_readout(lambda ids: transformers_next_probs(model, ids), tokenizer, prompt_text, completion,
-                              decimals, prune)
+    return transformers_readouts(model, tokenizer, [prompt_text], [completion], decimals, prune)[0]
 
 # %% ../nbs/09c_readout.ipynb #r025
 def vllm_next_probs(llm, # a `vllm.LLM`
