@@ -279,3 +279,29 @@ def graded_start() -> str:
     lines = (ARITHMETIC/'summary.md').read_text().splitlines()
     keep = ('CaOPD (SDFT)', 'CaOPD (SDFT), format_warmup=graded')
     return '\n'.join(lines[:2] + [l for l in lines[2:] if l.split(' | ')[0].removeprefix('| ') in keep]) + '\n'
+
+
+# --- the expected stated confidence (ours; issue 41) ---
+
+GPU_READOUT = ROOT/'figures'/'gpu-readout'
+
+
+def gpu_readout() -> str:
+    "Both readouts of the GPU runs made with the readout, pooled over seeds (`figures/gpu-readout/readout.md`; tests/test_seeds.py remakes it)."
+    t = pd.read_csv(GPU_READOUT/'readout.csv')
+    keep = ['method', 'n', *(f'{m} {r}' for m in ('auroc', 'ece', 'brier') for r in ('stated', 'expected'))]
+    return _table(keep, t[keep].astype(str).values.tolist())
+
+
+def gpu_readout_checks() -> str:
+    "Issue 41's questions of the GPU runs' expected readout (`figures/gpu-readout/readout_checks.md`)."
+    return (GPU_READOUT/'readout_checks.md').read_text()
+
+
+def gpu_readout_cascade(share:float=0.25) -> str:
+    "The GPU runs' cascade with the oracle at one share deferred, on either readout (`figures/cascade/gpu-readout`)."
+    t = pd.read_csv(ROOT/'figures'/'cascade'/'gpu-readout'/'cascade_table.csv')
+    t = t[(t['deferred'] - share).abs() < 1e-9]
+    return _table(['small model (routed on)', 'accuracy', 'random routing', 'gain over random'],
+                  [[m, f"{a:.3f} {ai}", f"{r:.3f}", f"{g:+.3f} {gi}"] for m, a, ai, r, g, gi in
+                   t[['small model', 'accuracy', 'accuracy interval', 'random routing', 'gain', 'gain interval']].values])
