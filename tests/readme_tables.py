@@ -283,19 +283,16 @@ def graded_start() -> str:
 
 # --- the expected stated confidence (ours; issue 41) ---
 
-GPU_READOUT = ROOT/'figures'/'gpu-readout'
-
-
-def gpu_readout() -> str:
-    "Both readouts of the GPU runs made with the readout, pooled over seeds (`figures/gpu-readout/readout.md`; tests/test_seeds.py remakes it)."
-    t = pd.read_csv(GPU_READOUT/'readout.csv')
+def readout(folder:str='gpu-readout') -> str:
+    "Both readouts, pooled over seeds (`figures/<folder>/readout.csv`, which tests/test_seeds.py remakes from its runs)."
+    t = pd.read_csv(ROOT/'figures'/folder/'readout.csv')
     keep = ['method', 'n', *(f'{m} {r}' for m in ('auroc', 'ece', 'brier') for r in ('stated', 'expected'))]
     return _table(keep, t[keep].astype(str).values.tolist())
 
 
-def gpu_readout_checks() -> str:
-    "Issue 41's questions of the GPU runs' expected readout (`figures/gpu-readout/readout_checks.md`)."
-    return (GPU_READOUT/'readout_checks.md').read_text()
+def readout_checks(folder:str='gpu-readout') -> str:
+    "Issue 41's questions of the expected readout (`figures/<folder>/readout_checks.md`)."
+    return (ROOT/'figures'/folder/'readout_checks.md').read_text()
 
 
 def gpu_readout_cascade(share:float=0.25) -> str:

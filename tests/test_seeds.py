@@ -23,7 +23,8 @@ def _run(tmp_path, **parameters):
 def test_the_committed_tables_come_from_the_committed_runs(tmp_path):
     "Every committed table is what the notebook computes from figures/runs/cpu now: nothing typed in, nothing stale."
     out = _run(tmp_path)
-    for name in ('seeds', 'levels', 'summary', 'checks', 'rollouts', 'rollout_checks'):
+    for name in ('seeds', 'levels', 'summary', 'checks', 'rollouts', 'rollout_checks', 'readout', 'readout_checks',
+                 'expected_levels'):
         pd.testing.assert_frame_equal(pd.read_csv(out/f'{name}.csv'), pd.read_csv(COMMITTED/f'{name}.csv'), obj=name)
     seeds = pd.read_csv(out/'seeds.csv', dtype={'seed': str})
     pooled = seeds[seeds.seed == 'all'].set_index('method')['n']
