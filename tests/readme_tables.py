@@ -295,9 +295,9 @@ def readout_checks(folder:str='gpu-readout') -> str:
     return (ROOT/'figures'/folder/'readout_checks.md').read_text()
 
 
-def gpu_readout_cascade(share:float=0.25) -> str:
-    "The GPU runs' cascade with the oracle at one share deferred, on either readout (`figures/cascade/gpu-readout`)."
-    t = pd.read_csv(ROOT/'figures'/'cascade'/'gpu-readout'/'cascade_table.csv')
+def cascade(folder:str='gpu-readout', share:float=0.25) -> str:
+    "A cascade with the oracle at one share deferred, each small model on either readout (`figures/cascade/<folder>`)."
+    t = pd.read_csv(ROOT/'figures'/'cascade'/folder/'cascade_table.csv')
     t = t[(t['deferred'] - share).abs() < 1e-9]
     return _table(['small model (routed on)', 'accuracy', 'random routing', 'gain over random'],
                   [[m, f"{a:.3f} {ai}", f"{r:.3f}", f"{g:+.3f} {gi}"] for m, a, ai, r, g, gi in
