@@ -29,7 +29,6 @@ class RunFolder:
     trainer = property(lambda self: self.path/'trainer')
     log = property(lambda self: self.path/'train_log.jsonl')
     rollouts = property(lambda self: self.path/'rollouts.jsonl')
-    mu_hat = property(lambda self: self.path/'mu_hat.jsonl')  # runs made before rollouts.jsonl: step and mu_hat only
     training = property(lambda self: self.path/'train.json')
     checkpoint = property(lambda self: self.path/'checkpoint')
     metrics = property(lambda self: self.path/'metrics.json')
@@ -51,9 +50,8 @@ class RunFolder:
     def read_log(self) -> list[dict]: return read_jsonl(self.log) if self.log.is_file() else []
     def write_log(self, log:list[dict]): write_jsonl(self.log, log)
     def read_targets(self) -> list[dict]:
-        "The run's rollout records (each with `step` and `mu_hat`), from rollouts.jsonl or an older run's mu_hat.jsonl."
-        path = next((p for p in (self.rollouts, self.mu_hat) if p.is_file()), None)
-        return read_jsonl(path) if path is not None else []
+        "The run's rollout records (each with `step` and `mu_hat`) from rollouts.jsonl; [] when there is none."
+        return read_jsonl(self.rollouts) if self.rollouts.is_file() else []
     def write_targets(self, targets:list[dict]): write_jsonl(self.rollouts, targets)
 
     def load(self) -> dict:
@@ -166,7 +164,7 @@ def discard_training(self:RunFolder,
     import shutil
     parts = [self.training, self.checkpoint, self.path/'adapter', self.eval('after'), self.metrics, self.figures,
              self.path/'metrics.md', self.path/'metrics.csv']
-    if from_scratch: parts += [self.trainer, self.log, self.rollouts, self.mu_hat]
+    if from_scratch: parts += [self.trainer, self.log, self.rollouts]
     for p in parts:
         if p.is_dir(): shutil.rmtree(p)
         else: p.unlink(missing_ok=True)

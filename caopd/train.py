@@ -191,7 +191,7 @@ class RunFolderLog(Callback):
     def __init__(self, folder:RunFolder, trainer=None): self.folder, self.trainer, self.earlier = folder, trainer, []
     def on_train_begin(self, args, state, control, **kwargs):
         "A resumed run (global_step > 0) keeps the targets of the steps its checkpoint holds."
-        if state.global_step:  # read_targets: rollouts.jsonl, or an older run's mu_hat.jsonl ([] when neither is there)
+        if state.global_step:  # read_targets: rollouts.jsonl ([] when there is none)
             self.earlier = [t for t in self.folder.read_targets() if t['step'] <= state.global_step]
     def on_log(self, args, state, control, logs=None, **kwargs):
         if not state.is_world_process_zero: return

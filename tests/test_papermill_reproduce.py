@@ -73,7 +73,7 @@ def make_run(folder:Path, rng, model='smollm2-135m-instruct', domain='chemistry'
                      confidence=None if i == 0 else round(min(1.0, max(0.0, rng.gauss(conf, 0.15))), 2)) for i in range(16)]
         (folder/'eval'/which/'records.jsonl').write_text(''.join(json.dumps(r) + '\n' for r in recs))
     if caopd:
-        (folder/'mu_hat.jsonl').write_text(''.join(json.dumps(dict(step=1, mu_hat=rng.randint(0, K) / K)) + '\n'
+        (folder/'rollouts.jsonl').write_text(''.join(json.dumps(dict(step=1, mu_hat=rng.randint(0, K) / K)) + '\n'
                                                    for _ in range(32)))
 
 
