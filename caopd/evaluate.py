@@ -6,7 +6,7 @@
 from __future__ import annotations
 import hashlib, json, logging, math, sys, time
 from pathlib import Path
-from .io import atomic_write, markdown_table, read_jsonl, write_json
+from .io import atomic_write, markdown_table, read_json, read_jsonl, write_json
 from .io import append_jsonl, write_jsonl
 from .cli import Refusal, command, integer, json_object, named, nonempty, one_of, real
 from .confidence import parse_confidence
@@ -25,8 +25,8 @@ _log = logging.getLogger('caopd.evaluate')  # the library's messages (caopd/__in
 __all__ = ['BREAKDOWNS', 'EXPECTED', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'score_completion',
            'score_completions', 'report_markdown', 'breakdown_key', 'readout_fields', 'expected_report',
            'records_report', 'breakdown', 'breakdown_markdown', 'prompts_sha256', 'kept_records', 'open_run',
-           'evaluate', 'expected_markdown', 'write_run', 'confidence_probe', 'elicit_confidence', 'other_domain',
-           'protocol', 'main']
+           'evaluate', 'expected_markdown', 'write_run', 'write_report', 'rescore', 'confidence_probe',
+           'elicit_confidence', 'other_domain', 'protocol', 'main']
 
 # %% ../nbs/09_evaluate.ipynb #c026
 def score_completion(row:dict,  # a dataset row with `id`, `answer` and `prompt`
@@ -372,11 +372,20 @@ def write_run(out,  # the run folder
               report:dict,  # their `calibration_report`
               settings:dict,  # what produced them (model, domain, split, ...)
              ) -> Path:
-    "Write records, report (JSON and Markdown, with the breakdown by level or gold letter) and the three calibration figures into `out`."
+    "Write records, report (JSON and Markdown, with the breakdown by level or gold letter) and the calibration figures into `out`."
+    out = Path(out); out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out/'records.jsonl', records)
+    return write_report(out, records, report, settings)
+
+def write_report(out,  # the evaluation folder
+                 records:list[dict],  # its per-sample records (not written: `write_run` writes them)
+                 report:dict,  # their `calibration_report`
+                 settings:dict,  # what produced them
+                ) -> Path:
+    "Write the report of `records` (report.json, report.md: both readouts, the breakdown) and its figures into `out`."
     from caopd.figures import confidence_histogram, reliability_diagram, risk_coverage_curves
     from caopd.saving import save_figure  # plotly: only here
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    write_jsonl(out/'records.jsonl', records)
     key = breakdown_key(records, settings['domain']) if settings.get('domain') else None
     by = dict(key=key, groups=breakdown(records, key)) if key else None
     expected = expected_report(records)
@@ -398,6 +407,17 @@ def write_run(out,  # the run folder
     save_figure(risk_coverage_curves(curves, title=f'Selective answering: {title}'),
                 out/'risk_coverage')
     return out
+
+# %% ../nbs/09_evaluate.ipynb #c036rt
+def rescore(out, # an evaluation folder: its records.jsonl and report.json (`write_run`)
+           ) -> tuple[list[dict], dict]:
+    "Score an evaluation folder again from its records (no model): its report, breakdown and figures as `evaluate` writes them now."
+    out = Path(out)
+    records = read_jsonl(out/'records.jsonl')
+    saved = read_json(out/'report.json', 'an evaluation folder of caopd.evaluate (records.jsonl and report.json)')
+    report = records_report(records)  # intervals resample prompts, as `evaluate`
+    write_report(out, records, report, saved['settings'])  # the records stay as they are
+    return records, report
 
 # %% ../nbs/09_evaluate.ipynb #c042
 def confidence_probe(completion:str, # a completion, with or without a confidence segment

@@ -16,7 +16,7 @@ _log = logging.getLogger('caopd.pipeline')  # the library's messages (caopd/__in
 
 # %% auto #0
 __all__ = ['Run', 'prepare', 'Evaluation', 'evaluation_args', 'evaluation_command', 'read_evaluation', 'evaluation_stage',
-           'training_stage', 'metrics_stage', 'scale_text', 'figures_stage', 'finish', 'run_all', 'main']
+           'training_stage', 'metrics_stage', 'scale_text', 'figures_stage', 'finish', 'rescore_run', 'run_all', 'main']
 
 # %% ../nbs/13a_pipeline.ipynb #p006
 @dataclasses.dataclass
@@ -223,6 +223,16 @@ def finish(run:Run):
     if not run.args.save_model: shutil.rmtree(run.folder.checkpoint, ignore_errors=True)  # evaluated; not kept
     run.settings['seconds'] = round(time.time() - run.t0, 1)
     run.folder.write_settings(run.settings)
+
+# %% ../nbs/13a_pipeline.ipynb #p013s
+def rescore_run(folder, # a finished run folder (both evaluations' records.jsonl and report.json)
+               ) -> dict:
+    "Score a run folder again from its records (no model): both evaluations, then its metrics; the new `metrics.json`."
+    from caopd.evaluate import rescore
+    folder = RunFolder(folder)
+    for which in ('before', 'after'): rescore(folder.eval(which))
+    run = Run(None, folder.read_settings(), folder, None)  # what the metrics need: the settings and the folder
+    return metrics_stage(run, read_evaluation(folder.eval('before')), read_evaluation(folder.eval('after')))[0]
 
 # %% ../nbs/13a_pipeline.ipynb #p015
 def run_all(args:RunArguments, # the run's parameters

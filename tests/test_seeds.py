@@ -77,9 +77,11 @@ def test_cpu_and_gpu_runs_are_never_pooled():
     from caopd.seeds import seed_runs
     with pytest.raises(ValueError, match='never pooled'):
         seed_runs(ROOT/'figures'/'runs')
-    for scale in ('cpu', 'gpu'):
-        both, alone = seed_runs(ROOT/'figures'/'runs', scale=scale), seed_runs(ROOT/'figures'/'runs'/scale, scale=scale)
-        assert {k: [p.name for p in v] for k, v in both.items()} == {k: [p.name for p in v] for k, v in alone.items()}
+    both, alone = seed_runs(ROOT/'figures'/'runs', scale='cpu'), seed_runs(ROOT/'figures'/'runs'/'cpu', scale='cpu')
+    assert {k: [p.name for p in v] for k, v in both.items()} == {k: [p.name for p in v] for k, v in alone.items()}
+    with pytest.raises(ValueError, match='with seed 2: keep one of them'):  # two GPU makings of one run: never counted twice
+        seed_runs(ROOT/'figures'/'runs', scale='gpu')
+    assert len(seed_runs(ROOT/'figures'/'runs'/'gpu', scale='gpu')) == 5  # each folder alone: 3 budgets, 2 methods
 
 
 def test_the_gpu_grid_remakes_the_committed_gpu_runs():
