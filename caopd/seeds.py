@@ -323,10 +323,9 @@ def readout_table(stated:pd.DataFrame, # `seeds_table(with_readout(groups))`
                   expected:pd.DataFrame, # `seeds_table(with_readout(groups), readout='expected')`
                  ) -> pd.DataFrame:
     "Per group (the starts too), pooled over seeds: each of `READOUT_METRICS` by the stated confidence (the paper's) beside the expected one (ours), with intervals."
-    s, e = (t[t.seed == 'all'].set_index('method') for t in (stated, expected))
-    ci = lambda t, g, m: f"{t.loc[g, m]:.2f} {interval_text(t.loc[g, m + '_lo'], t.loc[g, m + '_hi'], 2)}".rstrip()
+    (_, ci_s), (e, ci_e) = _pooled(stated), _pooled(expected)  # the pooled rows, each value with its interval
     return pd.DataFrame([{'method': g, 'n': int(e.loc[g, 'n']),
-                          **{f'{m} {name}': ci(t, g, m) for m in READOUT_METRICS for name, t in (('stated', s), ('expected', e))}}
+                          **{f'{m} {name}': ci(g, m) for m in READOUT_METRICS for name, ci in (('stated', ci_s), ('expected', ci_e))}}
                          for g in e.index])
 
 def readout_checks(stated:pd.DataFrame, expected:pd.DataFrame, # as for `readout_table`
