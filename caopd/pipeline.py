@@ -192,7 +192,7 @@ def figures_stage(run:Run, # `prepare(...)`
     from caopd.evaluate import EXPECTED
     from caopd.saving import save_figure
     from caopd.tables import METHOD_COLORS
-    s, folder, method = run.settings, run.folder, run.settings['method']
+    folder, method = run.folder, run.settings['method']
     log, targets = folder.read_log(), folder.read_targets()
     figs = dict(training_curves=training_curves({run.label: log}), format_adherence=format_adherence_curves({run.label: log}))
     pairs = {}  # the stated confidence (the paper's metric), then the expected one (ours) where it was read
