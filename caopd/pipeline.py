@@ -9,46 +9,15 @@ from pathlib import Path
 
 from .arguments import RunArguments, parse_args, resolve_settings
 from .cli import refusals
-from .io import atomic_write, read_json, read_jsonl, write_jsonl
+from .io import read_json, read_jsonl, write_jsonl
 from .runfolder import RunFolder
+from .train import Run, prepare
 
 _log = logging.getLogger('caopd.pipeline')  # the library's messages (caopd/__init__.py shows them)
 
 # %% auto #0
-__all__ = ['Run', 'prepare', 'Evaluation', 'evaluation_args', 'evaluation_command', 'read_evaluation', 'evaluation_stage',
-           'training_stage', 'metrics_stage', 'scale_text', 'figures_stage', 'finish', 'rescore_run', 'run_all', 'main']
-
-# %% ../nbs/13a_pipeline.ipynb #p006
-@dataclasses.dataclass
-class Run:
-    "A run in progress: its arguments, resolved settings and folder, the model it starts from, its training prompts."
-    args: RunArguments
-    settings: dict  # `resolve_settings(args)`, with the prompts' digests and the warm-up's record
-    folder: RunFolder
-    start: str  # the model the method starts from: the warm-up's checkpoint, or the run's model
-    train_rows: object = None  # the training prompts (`caopd.train.select_prompts`), loaded once in this process
-    t0: float = dataclasses.field(default_factory=time.time)
-    @property
-    def label(self) -> str: return f"{self.settings['method']} ({self.settings['model']}, {self.settings['preset']})"
-
-def prepare(args:RunArguments, # the run's parameters (`caopd.arguments.parse_args`, or the notebook's)
-           ) -> Run:
-    "Resolve and check the run, load its prompts, claim its folder (the same run resumes; another is refused or set aside), warm up."
-    from caopd.plan import check_plan
-    from caopd.runfolder import run_identity
-    from caopd.train import check_start, select_prompts, warmup_stage
-    settings = resolve_settings(args)
-    folder = RunFolder(settings['out'])
-    check_start(args, settings, folder)  # an unknown tracker, a bad method config: refused before any data loads
-    check_plan(settings, args.gpu)  # a run that cannot fit stops here, before the warm-up and the evaluation
-    train_rows, warmup_rows = select_prompts(settings)
-    moved = folder.claim(run_identity(settings), args.overwrite)  # one run per folder
-    if moved: _log.info(f"{folder.path} held another run; it was moved, whole, to {moved}")
-    start = warmup_stage(settings, warmup_rows, folder)
-    folder.write_settings(settings)
-    _log.info(f"train: {len(train_rows)} {settings['domain']} prompts; test: {settings['n_eval_prompts']} "
-              f"{settings['eval_domain']} prompts x {settings['eval_samples']} samples; the run starts from {start}")
-    return Run(args, settings, folder, start, train_rows)
+__all__ = ['Evaluation', 'evaluation_args', 'evaluation_command', 'read_evaluation', 'evaluation_stage', 'training_stage',
+           'metrics_stage', 'scale_text', 'figures_stage', 'finish', 'rescore_run', 'run_all', 'main']
 
 # %% ../nbs/13a_pipeline.ipynb #p008
 @dataclasses.dataclass
@@ -142,7 +111,7 @@ def training_stage(run:Run, # `prepare(...)`
 def metrics_stage(run:Run, # `prepare(...)`
                   before:Evaluation, after:Evaluation, # `evaluation_stage(...)` of the start and of the trained model
                  ) -> tuple[dict, object, str]:
-    "Write metrics.json (both reports, the readouts beside them, the breakdown), metrics.csv and metrics.md; (metrics, table, Markdown)."
+    "The run's metrics (both reports, the readouts beside them, the breakdown), written as metrics.csv and metrics.md; (metrics, table, Markdown)."
     import pandas as pd
     from caopd.evaluate import BREAKDOWNS, breakdown, breakdown_key, breakdown_markdown
     from caopd.metrics import POINT_KEYS, interval_text
@@ -163,14 +132,10 @@ def metrics_stage(run:Run, # `prepare(...)`
                    ('elicited before', before.elicited), ('elicited after', after.elicited)):
         if rep: table[k] = pd.Series(rep).reindex(rows)
     table = table.reset_index(names='metric')
-    _, md = save_table(table, folder.path/'metrics')
-    text = md.read_text()
-    if by_key:  # the same, group by group: a confidence that tracks competence differs where accuracy differs
-        text += ''.join(f"\n{breakdown_markdown(metrics['breakdown'][w], by_key, f'{w.capitalize()}, by {BREAKDOWNS[by_key]}')}"
-                        for w in ('before', 'after'))
-        atomic_write(md, text)
-    folder.write_metrics(metrics)  # last: the run folder is finished (`RunFolder.finished`) once it is there
-    return metrics, table, text
+    groups = ''.join(f"\n{breakdown_markdown(metrics['breakdown'][w], by_key, f'{w.capitalize()}, by {BREAKDOWNS[by_key]}')}"
+                     for w in ('before', 'after')) if by_key else ''  # a confidence that tracks competence differs by group
+    _, md = save_table(table, folder.path/'metrics', below=groups)
+    return metrics, table, md.read_text()
 
 def scale_text(run:Run) -> str:
     "The run's scale in words: model, preset, warm-up, prompts, K, steps and test protocol."
@@ -218,11 +183,15 @@ def figures_stage(run:Run, # `prepare(...)`
     for name, fig in figs.items(): save_figure(fig, folder.figures/name, png=png)
     return figs
 
-def finish(run:Run):
-    "The run's last step: the trained weights dropped unless `save_model`, and its time in settings.json."
+def finish(run:Run,
+           metrics:dict, # `metrics_stage(...)[0]`
+          ) -> dict:
+    "The run's last step: the trained weights dropped unless `save_model`, then metrics.json with the run's time (the folder is finished)."
     if not run.args.save_model: shutil.rmtree(run.folder.checkpoint, ignore_errors=True)  # evaluated; not kept
-    run.settings['seconds'] = round(time.time() - run.t0, 1)
-    run.folder.write_settings(run.settings)
+    took = run.folder.read_metrics().get('seconds') if run.folder.finished else None  # a rerun of a finished run keeps its time
+    metrics = dict(metrics, seconds=took if took is not None else round(time.time() - run.t0, 1))  # prepare to figures
+    run.folder.write_metrics(metrics)  # last: the run folder is finished (`RunFolder.finished`) once it is there
+    return metrics
 
 # %% ../nbs/13a_pipeline.ipynb #p013s
 def rescore_run(folder, # a finished run folder (both evaluations' records.jsonl and report.json)
@@ -232,7 +201,10 @@ def rescore_run(folder, # a finished run folder (both evaluations' records.jsonl
     folder = RunFolder(folder)
     for which in ('before', 'after'): rescore(folder.eval(which))
     run = Run(None, folder.read_settings(), folder, None)  # what the metrics need: the settings and the folder
-    return metrics_stage(run, read_evaluation(folder.eval('before')), read_evaluation(folder.eval('after')))[0]
+    metrics = metrics_stage(run, read_evaluation(folder.eval('before')), read_evaluation(folder.eval('after')))[0]
+    metrics['seconds'] = folder.read_metrics().get('seconds')  # the run's time, as it was made
+    folder.write_metrics(metrics)
+    return metrics
 
 # %% ../nbs/13a_pipeline.ipynb #p015
 def run_all(args:RunArguments, # the run's parameters
@@ -252,9 +224,9 @@ def run_all(args:RunArguments, # the run's parameters
     after = evaluation_stage(run, 'after', str(trained))
     metrics, _, text = metrics_stage(run, before, after)
     figures_stage(run, before, after, metrics, png=png)
-    finish(run)
+    metrics = finish(run, metrics)
     print(f"{run.settings['method']} ({run.settings['protocol'].upper()}): {scale_text(run)}\n\n{text}")
-    print(f"run folder {run.folder.path} written in {run.settings['seconds']:.0f} s")
+    print(f"run folder {run.folder.path} written in {metrics['seconds']:.0f} s")
     return run.folder
 
 def main(argv:list[str]|None=None):

@@ -111,9 +111,10 @@ def png_from_html(paths:str|Path|list, # HTML files, or folders searched recursi
 def save_table(df, # the table (a pandas DataFrame)
                path:str|Path, # output path without suffix: writes path.csv and path.md
                floatfmt:str='.3f', # format of floats in the Markdown table (the CSV keeps full precision)
+               below:str='', # Markdown that follows the table in path.md (more tables, a note)
               ) -> list:
-    "Write `df` as CSV and as a Markdown table (`caopd.io.markdown_table`); return the paths written."
+    "Write `df` as CSV and as a Markdown table (`caopd.io.markdown_table`), `below` after it; return the paths written."
     csv, md = _output_paths(path, ('.csv', '.md'))
     atomic_write(csv, df.to_csv(index=False))  # each whole or not at all (caopd.io)
-    atomic_write(md, markdown_table(df, floatfmt))
+    atomic_write(md, markdown_table(df, floatfmt) + below)
     return [csv, md]

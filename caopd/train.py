@@ -17,8 +17,8 @@ _log = logging.getLogger('caopd.train')  # the library's messages (caopd/__init_
 # %% auto #0
 __all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'trainer_config', 'readout_decimals', 'lora_config',
            'method_args', 'Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained',
-           'TrainingDone', 'StopWhenTrained', 'end_process_group', 'check_start', 'train', 'launch_command',
-           'server_command', 'vllm_server', 'run_logged', 'sampling_text', 'dry_run', 'main']
+           'TrainingDone', 'StopWhenTrained', 'end_process_group', 'check_start', 'Run', 'prepare', 'train',
+           'launch_command', 'server_command', 'vllm_server', 'run_logged', 'sampling_text', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:dict, # `resolve_settings(...)`
@@ -269,11 +269,47 @@ def check_start(run:RunArguments, # the run's parameters
                       f"or report_to='none'")
     method_args(settings, folder)  # the method's config checks its own fields (caopd.config)
 
+@dataclasses.dataclass
+class Run:
+    "A run in progress: its arguments, resolved settings and folder, the model it starts from, its training prompts."
+    args: RunArguments
+    settings: dict  # `resolve_settings(args)`, with the prompts' digests and the warm-up's record
+    folder: RunFolder
+    start: str  # the model the method starts from: the warm-up's checkpoint, or the run's model
+    train_rows: object = None  # the training prompts (`select_prompts`), loaded once in this process
+    t0: float = dataclasses.field(default_factory=time.time)
+    @property
+    def label(self) -> str: return f"{self.settings['method']} ({self.settings['model']}, {self.settings['preset']})"
+
+def prepare(args:RunArguments, # the run's parameters (`caopd.arguments.parse_args`, or the notebook's)
+            settings:dict|None=None, # `resolve_settings(args)`, when the caller resolved them already
+           ) -> Run:
+    "Resolve and check the run, load its prompts, claim its folder (the same run resumes; another is refused or set aside), warm up, record the settings."
+    from caopd.runfolder import run_identity
+    settings = settings or resolve_settings(args)
+    folder, main = RunFolder(settings['out']), _main_process()
+    check_start(args, settings, folder)  # an unknown tracker, a bad method config: refused before any data loads
+    identity = run_identity(settings)
+    if not args.overwrite: folder.claim(identity, main=False)  # another run in the folder is refused first; writes nothing
+    check_plan(settings, args.gpu)  # a run that cannot fit stops here, before the warm-up and the evaluation
+    train_rows, warmup_rows = select_prompts(settings)
+    moved = folder.claim(identity, args.overwrite, main=main)  # one run per folder
+    if moved: _log.info(f"{folder.path} held another run; it was moved, whole, to {moved}")
+    if settings['world_size'] > 1:  # the other processes look into the folder once the main one has claimed it
+        from accelerate import PartialState
+        PartialState().wait_for_everyone()
+    start = warmup_stage(settings, warmup_rows, folder)
+    # settings.json's one writer: this run's settings only (no key of an earlier run stays), written where they changed,
+    # so the training stage started by caopd-train finds them written and leaves the file alone
+    if main and folder.read_settings(missing_ok=True) != json.loads(json.dumps(settings)): folder.write_settings(settings)
+    _log.info(f"train: {len(train_rows)} {settings['domain']} prompts; test: {settings['n_eval_prompts']} "
+              f"{settings['eval_domain']} prompts x {settings['eval_samples']} samples; the run starts from {start}")
+    return Run(args, settings, folder, start, train_rows)
+
 def _train(run:RunArguments) -> RunFolder:
     from transformers.trainer_utils import get_last_checkpoint
     from caopd.baselines import build_trainer
     from caopd.guards import NonFiniteGuard
-    from caopd.runfolder import run_identity
     from caopd.trainer import StepTimer
     t0 = time.time()
     settings = resolve_settings(run)
@@ -282,29 +318,19 @@ def _train(run:RunArguments) -> RunFolder:
         raise Refusal(f"{settings['world_size']} training processes are planned (num_processes, or one per visible GPU) but "
                       f"this is one process, started without a launcher: start them with "
                       f"`{shlex.join(launch_command(run, settings))}` (caopd-train does), or pass num_processes=1")
-    folder = RunFolder(settings['out'])
-    check_start(run, settings, folder)
-    train_rows, warmup_rows = select_prompts(settings)
-    identity = run_identity(settings)
-    if not run.overwrite: folder.claim(identity, main=False)  # another run in the folder is refused first; writes nothing
-    check_plan(settings, run.gpu)  # refuse before loading the model, naming the fixes; nothing is written yet
-    moved = folder.claim(identity, run.overwrite, main=_main_process())  # before any work
-    if moved: _log.info(f"{folder.path} held another run; it was moved, whole, to {moved}")
-    if settings['world_size'] > 1:  # the other processes look into the folder once the main one has claimed it
-        from accelerate import PartialState
-        PartialState().wait_for_everyone()
+    prepared = prepare(run, settings)  # what caopd-train's own `prepare` did already is found done, settings.json unchanged
+    folder = prepared.folder
     if run.resume and folder.training.is_file():  # rerunning a finished run trains nothing
         _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): "
                   f"nothing to train; resume=False (--resume false) trains it again from the start")
         return folder
     last = get_last_checkpoint(str(folder.trainer)) if run.resume and folder.trainer.is_dir() else None
     if _main_process(): folder.discard_training(from_scratch=last is None)  # nothing of an earlier training mixes in
-    start = warmup_stage(settings, warmup_rows, folder)
-    if settings['world_size'] > 1:  # every process loads the warmed checkpoint only once the main one has saved it
+    if settings['world_size'] > 1:  # no process builds its trainer in the folder while the main one clears it
+        from accelerate import PartialState
         PartialState().wait_for_everyone()
-    if _main_process(): folder.write_settings(settings)  # this run's settings only: no key of an earlier one stays
     log, guard = RunFolderLog(folder), NonFiniteGuard()  # a step whose loss or gradient is not finite is skipped
-    trainer = build_trainer(settings['method'], start, settings['domain'], train_dataset=train_rows,
+    trainer = build_trainer(settings['method'], prepared.start, settings['domain'], train_dataset=prepared.train_rows,
                             output_dir=folder.trainer, peft_config=lora_config(settings),
                             callbacks=[StepTimer(), guard, log, StopWhenTrained()], **trainer_config(settings, folder))
     log.trainer = trainer

@@ -177,3 +177,38 @@ def test_notebook_refuses_a_mixed_run_and_resumes_a_finished_one(grid_runs):
     assert all(p.read_bytes() == before[p] for p in kept)  # not trained again, no sample made again
     assert 'nothing to train' in json.dumps(nb['cells'])
     assert folder.read_metrics()['after']['accuracy'] == json.loads(before[folder.metrics])['after']['accuracy']
+
+
+def test_caopd_train_writes_what_the_notebook_writes(grid_runs, tmp_path):
+    """`caopd-train` with the arguments papermill gave nbs/train.ipynb writes the same run folder, record for record:
+    the same files, settings, evaluations, rollouts, training log and metrics (what a clock or the folder's path
+    writes aside)."""
+    import os, time
+    from caopd.arguments import RunArguments, cli_args
+    from caopd.io import read_jsonl
+    from caopd.runfolder import RunFolder
+    root, _ = grid_runs
+    nb = RunFolder(root/'chemistry-caopd-sdft-1')
+    params = {k: v for k, v in TINY.items() if k != 'png'}
+    args = RunArguments(**params, model=nb.read_settings()['model'], domain='chemistry', method='caopd-sdft',
+                        num_processes=1, out=str(tmp_path/'cli'))
+    t0 = time.time()
+    res = subprocess.run([sys.executable, '-m', 'caopd.pipeline', *cli_args(args)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600, env={**os.environ, 'CAOPD_PNG': '0'})
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    print(f'caopd-train: {time.time() - t0:.0f} s; the notebook run: {nb.read_metrics()["seconds"]:.0f} s')
+    cli = RunFolder(tmp_path/'cli')
+    files = lambda f: sorted(p.relative_to(f.path).as_posix() for p in f.path.rglob('*') if p.is_file()
+                             and not {'trainer', 'checkpoint'} & set(p.parts) and p.suffix != '.png' and p.name != 'train.ipynb')
+    assert files(cli) == files(nb)
+    paths = ('out', 'start', 'run_name', 'warmup')  # the folder's own path, and the warm-up's record (its seconds)
+    assert {k: v for k, v in cli.read_settings().items() if k not in paths} == \
+           {k: v for k, v in nb.read_settings().items() if k not in paths}
+    for which in ('before', 'after'):
+        assert read_jsonl(cli.eval(which)/'records.jsonl') == read_jsonl(nb.eval(which)/'records.jsonl'), which
+    assert cli.read_targets() == nb.read_targets()
+    steps = lambda f: [{k: v for k, v in h.items() if 'time' not in k and 'per_second' not in k} for h in f.read_log()]
+    assert steps(cli) == steps(nb)
+    no_time = lambda m: {k: v for k, v in m.items() if k != 'seconds'}
+    assert no_time(cli.read_metrics()) == no_time(nb.read_metrics())
+    assert (cli.path/'metrics.md').read_text() == (nb.path/'metrics.md').read_text()
