@@ -301,10 +301,11 @@ def resolve_settings(run:RunArguments) -> dict:
                 versions=version_table())  # torch, CUDA, vLLM, TRL, transformers against their supported ranges
 
 # %% ../nbs/12a_arguments.ipynb #c028
-def cli_args(run:RunArguments) -> list[str]:
-    "`run` as command-line arguments of `caopd.train` (the fields that differ from the defaults)."
+def cli_args(run, # a `RunArguments`, or another arguments dataclass (`caopd.evaluate.EvalArguments`)
+            ) -> list[str]:
+    "`run` as command-line arguments of its console script (`caopd-train`, `caopd-evaluate`): the fields that differ from the defaults."
     out = []
-    for f in dataclasses.fields(RunArguments):
+    for f in dataclasses.fields(run):
         v = getattr(run, f.name)
         if v == f.default: continue
         if isinstance(v, dict): v = json.dumps(v)

@@ -4,11 +4,11 @@
 
 # %% ../nbs/09_evaluate.ipynb #c002
 from __future__ import annotations
-import hashlib, json, logging, math, sys, time
+import dataclasses, hashlib, json, logging, math, sys, time
 from pathlib import Path
 from .io import atomic_write, markdown_table, read_json, read_jsonl, write_json
 from .io import append_jsonl, write_jsonl
-from .cli import Refusal, command, integer, json_object, named, nonempty, one_of, real
+from .cli import Refusal, check_fields, dataclass_parser, integer, json_object, named, nonempty, one_of, real, refusals
 from .confidence import parse_confidence
 from .data import PAPER_DOMAINS, check_domain, load_domain
 from .generation import (BACKENDS, _generate_batches, generate, generate_openai, generate_vllm, api_base_url,
@@ -25,8 +25,8 @@ _log = logging.getLogger('caopd.evaluate')  # the library's messages (caopd/__in
 __all__ = ['BREAKDOWNS', 'EXPECTED', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'score_completion',
            'score_completions', 'report_markdown', 'breakdown_key', 'readout_fields', 'expected_report',
            'records_report', 'breakdown', 'breakdown_markdown', 'prompts_sha256', 'kept_records', 'open_run',
-           'evaluate', 'expected_markdown', 'write_run', 'write_report', 'rescore', 'confidence_probe',
-           'elicit_confidence', 'other_domain', 'protocol', 'main']
+           'EvalArguments', 'eval_arguments', 'evaluate', 'expected_markdown', 'write_run', 'write_report', 'rescore',
+           'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'evaluation_markdown', 'main']
 
 # %% ../nbs/09_evaluate.ipynb #c026
 def score_completion(row:dict,  # a dataset row with `id`, `answer` and `prompt`
@@ -200,6 +200,69 @@ def open_run(out,  # the run folder
         write_json(spath, identity)
     return kept_records(path)
 
+# %% ../nbs/09_evaluate.ipynb #ev_args1
+def _h(text, **kw): return dataclasses.field(metadata={'help': text}, **kw)
+
+@dataclasses.dataclass
+class EvalArguments:
+    "An evaluation's options: `evaluate`'s keywords, `caopd-evaluate`'s flags, `nbs/evaluate.ipynb`'s parameters."
+    model: str = _h("model name, Hugging Face id, local checkpoint folder, or 'openai:<name>'", default='smollm2-135m-instruct')
+    domain: str = _h("'chemistry', 'tooluse' or 'arithmetic' (ours)", default='chemistry')
+    split: str = _h("dataset split", default='test')
+    limit: int | None = _h("evaluate only the first `limit` prompts of the split (None or 0: all)", default=None)
+    n_samples: int = _h("samples per prompt (Table 6 validation: 8)", default=1)
+    temperature: float = _h("sampling temperature (Table 6 validation: 0.6)", default=0.6)
+    top_p: float = _h("nucleus mass (Table 6 validation: 0.95)", default=0.95)
+    max_new_tokens: int = _h("generation budget per sample", default=512)
+    batch_size: int = _h("sequences per generation batch (transformers)", default=32)
+    out: str | None = _h("folder to write records, report and figures into (None: write nothing); run again to resume",
+                         default=None)
+    data_dir: str | None = _h("data folder (None: $CAOPD_DATA_DIR or ../shared/data)", default=None)
+    seed: int = _h("sampling seed (torch; vLLM's engine and requests; sent to the API as `seed`)", default=0)
+    backend: str = _h("'auto', 'transformers', 'vllm' or 'openai' (`caopd.generation.resolve_backend`)", default='auto')
+    base_url: str | None = _h("openai backend: the endpoint (None: $OPENAI_BASE_URL, else OpenAI's)", default=None)
+    workers: int = _h("openai backend: concurrent requests", default=8)
+    timeout: float = _h("openai backend: seconds a request may take before it is abandoned (and retried)", default=600)
+    max_retries: int = _h("openai backend: retries of timeouts, rate limits and 5xx errors", default=5)
+    api_kwargs: dict | str | None = _h("openai backend: more chat.completions.create arguments, a dict or its JSON "
+                                       "({\"seed\": null}: send no seed)", default=None)
+    tensor_parallel_size: int = _h("vllm backend: GPUs the engine shards the model over", default=1)
+    max_model_len: int | None = _h("vllm backend: the engine's context length (None: the model's)", default=None)
+    overwrite: bool = _h("start `out` over (delete its earlier records) instead of resuming it", default=False)
+    dtype: str | None = _h("transformers backend: the weights' dtype, 'bfloat16' or 'float32' (None: bfloat16 on a "
+                           "GPU, float32 on CPU)", default=None)
+    readout: bool = _h("also read each answer's expected stated confidence (ours; `caopd.readout`), beside the stated one",
+                       default=True)
+    readout_decimals: int = _h("most decimals of the values it is read over (a trained run's confidence_decimals)", default=2)
+    def __post_init__(self):  # EVALUATE_RULES: a bad value is refused here, before any work
+        if self.limit == 0: self.limit = None  # 0: every prompt, as a run's eval_limit
+        self.api_kwargs = json_object(self.api_kwargs, 'api_kwargs', '{"reasoning_effort": "low"}')
+        check_fields(self, EVALUATE_RULES)
+
+EVALUATE_RULES = {  # parameter: (rule, why); None: the default
+    'model': (nonempty, 'a model name, Hugging Face id, local folder or openai:<name>'), 'domain': (named(check_domain), ''),
+    'limit': (integer(0), '0 or None evaluates every prompt'), 'n_samples': (integer(1), 'Table 6 validation: 8'),
+    'temperature': (real(0), '0 is greedy; Table 6 validation: 0.6'),
+    'top_p': (real(0, 1, lo_open=True), 'the nucleus mass; 1 keeps every token'),
+    'max_new_tokens': (integer(1), 'tokens per answer'), 'batch_size': (integer(1), 'sequences per generation batch'),
+    'seed': (integer(0), 'numpy and torch take seeds >= 0'), 'backend': (one_of(*BACKENDS), ''),
+    'workers': (integer(1), 'concurrent requests'), 'timeout': (real(0, lo_open=True), 'seconds per request'),
+    'max_retries': (integer(0), '0: no retry'), 'tensor_parallel_size': (integer(1), 'GPUs'),
+    'max_model_len': (integer(1), "None: the model's context length"),
+    'dtype': (one_of('bfloat16', 'float32'), 'None: bfloat16 on a GPU, float32 on CPU'),
+    'readout_decimals': (integer(1, hi=6), "a trained run's confidence_decimals; CaOPD writes 2 by default"),
+}
+
+def eval_arguments(args:EvalArguments|None=None, # options made earlier (None: the defaults)
+                   **options, # fields of `EvalArguments` over them
+                  ) -> EvalArguments:
+    "`args` with `options` over it, checked; an unknown option is refused naming the fields."
+    fields = {f.name for f in dataclasses.fields(EvalArguments)}
+    unknown = sorted(set(options) - fields)
+    if unknown: raise Refusal(f"{', '.join(unknown)}: not an option of an evaluation; EvalArguments has "
+                              f"{', '.join(sorted(fields))}")
+    return dataclasses.replace(args or EvalArguments(), **options)
+
 # %% ../nbs/09_evaluate.ipynb #c035
 def _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, decimals, progress, tensor_parallel_size,
                    max_model_len, seed, batch_size=16):
@@ -228,46 +291,30 @@ def _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, decima
     for r, text in tqdm(list(zip(need, texts)), desc='readout', unit='sample', disable=not progress):
         r.update(readout_fields(completion_readout(lambda ids: vllm_next_probs(llm, ids), tok, text, r['completion'], decimals)))
 
-def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 'openai:<name>', or a loaded (model, tokenizer) pair
-             domain:str='chemistry',  # 'chemistry', 'tooluse' or 'arithmetic' (ours)
-             split:str='test',  # dataset split
-             limit:int=None,  # evaluate only the first `limit` prompts of the split (None: all)
-             n_samples:int=1,  # samples per prompt
-             temperature:float=0.6,  # sampling temperature (Table 6 validation: 0.6)
-             top_p:float=0.95,  # nucleus mass (Table 6 validation: 0.95)
-             max_new_tokens:int=512,  # generation budget per sample
-             batch_size:int=32,  # sequences per generation batch (transformers)
-             out:str=None,  # run folder to write records, report and figures into (None: write nothing); a rerun resumes it
-             data_dir:str=None,  # data folder (default: CAOPD_DATA_DIR or ../shared/data)
-             seed:int=0,  # sampling seed (torch; vLLM's engine and requests; sent to the API as `seed`)
-             progress:bool=True,  # show a progress bar
-             backend:str='auto',  # 'auto', 'transformers', 'vllm' or 'openai' (see `resolve_backend`)
-             base_url:str=None,  # openai backend: the endpoint (default: $OPENAI_BASE_URL, else OpenAI's)
-             api_key:str=None,  # openai backend: the key (default: $OPENAI_API_KEY); never written to `out`
-             name:str=None,  # the model's name in settings and titles; required for a (model, tokenizer) pair
-             workers:int=8,  # openai backend: concurrent requests
-             api_kwargs:dict=None,  # openai backend: more arguments of `chat.completions.create` ({"seed": None}: send no seed)
-             timeout:float=600,  # openai backend: seconds a request may take before it is abandoned (and retried)
-             max_retries:int=5,  # openai backend: retries of timeouts, rate limits and 5xx errors
-             tensor_parallel_size:int=1,  # vllm backend: GPUs the engine shards the model over
-             max_model_len:int=None,  # vllm backend: the engine's context length (None: the model's)
-             overwrite:bool=False,  # start `out` over (delete its earlier records) instead of resuming it
-             dtype:str|None=None,  # transformers backend: the weights' dtype ('bfloat16', 'float32'; None: bfloat16 on a GPU, float32 on CPU)
-             readout:bool=True,  # also read each answer's expected stated confidence (ours; `caopd.readout`), beside the stated one
-             readout_decimals:int=2,  # most decimals of the values it is read over (a trained run's `confidence_decimals`)
+def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, 'openai:<name>', or a loaded (model, tokenizer) pair
+             domain:str|None=None, # 'chemistry', 'tooluse' or 'arithmetic' (ours); None: `args`'s, else 'chemistry'
+             split:str|None=None, # dataset split; None: `args`'s, else 'test'
+             *,
+             args:EvalArguments|None=None, # the options as one object (`caopd-evaluate`'s, the notebook's, a run's)
+             name:str|None=None, # the model's name in settings and titles; required for a (model, tokenizer) pair
+             progress:bool=True, # show a progress bar
+             api_key:str|None=None, # openai backend: the key (default: $OPENAI_API_KEY); never written to `out`
+             **options, # any other field of `EvalArguments` (limit, n_samples, temperature, out, backend, ...), over `args`
             ) -> tuple[list[dict], dict]:
     "Evaluate `model` on a split: generate, parse, verify, report; returns (records, report). Samples already in `out` are kept."
-    backend = resolve_backend(model, backend)
     is_pair = isinstance(model, (tuple, list))
     if is_pair and not name:
         raise ValueError("evaluate((model, tokenizer), ...) needs name=...: the name to record for this in-memory model")
+    a = eval_arguments(args, **{k: v for k, v in dict(domain=domain, split=split).items() if v is not None}, **options,
+                       **({} if is_pair else dict(model=str(model))))  # checked (EVALUATE_RULES) before any work
+    backend, dtype = resolve_backend(model, a.backend), a.dtype
     model_name = name or str(model)
     from caopd.provenance import check_no_credentials
-    check_no_credentials(dict(model=model_name, data_dir=str(data_dir or ''), out=str(out or ''), api_kwargs=api_kwargs),
+    check_no_credentials(dict(model=model_name, data_dir=str(a.data_dir or ''), out=str(a.out or ''), api_kwargs=a.api_kwargs),
                          'caopd.evaluate')  # before anything is written; `api_key` is an argument that is never written
-    if backend == 'openai': api_base_url(base_url)
-    elif base_url or api_key: raise Refusal(  # it would be ignored: the model runs here, not behind an endpoint
-        f"{'base_url' if base_url else 'api_key'} is for the openai backend, but model={model_name!r} runs with "
+    if backend == 'openai': api_base_url(a.base_url)
+    elif a.base_url or api_key: raise Refusal(  # it would be ignored: the model runs here, not behind an endpoint
+        f"{'base_url' if a.base_url else 'api_key'} is for the openai backend, but model={model_name!r} runs with "
         f"backend={backend!r}; pass model='openai:<name>' to evaluate an endpoint's model, or leave it out")
     if backend != 'openai':  # the model runs here: a checkpoint whose weights are not finite is refused before any work
         from caopd.guards import check_finite_weights, guard_attention
@@ -276,82 +323,82 @@ def evaluate(model='smollm2-135m-instruct',  # model name, HF id, local folder, 
     if backend == 'transformers':  # the weights' dtype, recorded as loaded
         from caopd.models import default_dtype
         dtype = str(getattr(model[0], 'dtype', dtype) if is_pair else dtype or default_dtype()).replace('torch.', '')
-    rows = load_domain(domain, split, data_dir=data_dir)
-    if limit is not None: rows = rows.select(range(min(limit, len(rows))))
+    rows = load_domain(a.domain, a.split, data_dir=a.data_dir)
+    if a.limit is not None: rows = rows.select(range(min(a.limit, len(rows))))
     rows_list, prompts = list(rows), rows['prompt']
     settings = dict(model=model_name if is_pair else str(model), model_name=model_name, backend=backend,
-                    domain=domain, split=split, limit=limit, prompts=len(rows), prompts_sha256=prompts_sha256(rows_list),
-                    n_samples=n_samples, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
-    if backend == 'openai': settings.update(api_kwargs=api_kwargs or None)
-    if readout: settings.update(readout_decimals=readout_decimals)
-    kept = open_run(out, {k: settings[k] for k in RESUME_KEYS if k in settings}, overwrite) if out is not None else []
+                    domain=a.domain, split=a.split, limit=a.limit, prompts=len(rows), prompts_sha256=prompts_sha256(rows_list),
+                    n_samples=a.n_samples, temperature=a.temperature, top_p=a.top_p, max_new_tokens=a.max_new_tokens, seed=a.seed)
+    if backend == 'openai': settings.update(api_kwargs=a.api_kwargs or None)
+    if a.readout: settings.update(readout_decimals=a.readout_decimals)
+    kept = open_run(a.out, {k: settings[k] for k in RESUME_KEYS if k in settings}, a.overwrite) if a.out is not None else []
     pos = {r['id']: k for k, r in enumerate(rows_list)}
     done = {(r['id'], r['sample']) for r in kept}
-    missing = {k: [j for j in range(n_samples) if (r['id'], j) not in done] for k, r in enumerate(rows_list)}
+    missing = {k: [j for j in range(a.n_samples) if (r['id'], j) not in done] for k, r in enumerate(rows_list)}
     todo = [k for k, js in missing.items() if js]
-    if kept and progress: _log.info(f"resuming {out}: {len(done)} of {len(rows) * n_samples} samples already there")
+    if kept and progress: _log.info(f"resuming {a.out}: {len(done)} of {len(rows) * a.n_samples} samples already there")
     new = []
     def keep(recs):  # every finished sample goes to disk at once
         new.extend(recs)
-        if out is not None and recs: append_jsonl(Path(out)/'records.jsonl', recs)
+        if a.out is not None and recs: append_jsonl(Path(a.out)/'records.jsonl', recs)
     def keep_prompt(k, samples):
         recs = []
         for j in missing[k]:
             s = dict(samples[j]) if isinstance(samples[j], dict) else samples[j]
             lp = s.pop('logprobs', None) if isinstance(s, dict) else None  # an API's listing: read here, not kept
-            recs.append(score_completion(rows_list[k], j, s, domain))
-            if readout and backend == 'openai':
+            recs.append(score_completion(rows_list[k], j, s, a.domain))
+            if a.readout and backend == 'openai':
                 from caopd.readout import api_readout
-                recs[-1].update(readout_fields(api_readout(recs[-1]['completion'], lp, readout_decimals)))
+                recs[-1].update(readout_fields(api_readout(recs[-1]['completion'], lp, a.readout_decimals)))
         keep(recs)
     lm = tok = llm = None  # the model, once loaded: the readout reads it again
     t0 = time.time()
     try:
         if not todo: pass
         elif backend == 'openai':
-            api = dict(seed=seed, **(dict(logprobs=TOP_LOGPROBS) if readout else {}), **(api_kwargs or {}))  # seed=None: not sent
-            generate_openai(str(model), [prompts[k] for k in todo], n=n_samples, temperature=temperature, top_p=top_p,
-                            max_new_tokens=max_new_tokens, base_url=base_url, api_key=api_key, workers=workers,
-                            max_retries=max_retries, timeout=timeout, progress=progress,
+            api = dict(seed=a.seed, **(dict(logprobs=TOP_LOGPROBS) if a.readout else {}), **(a.api_kwargs or {}))  # seed=None: not sent
+            generate_openai(str(model), [prompts[k] for k in todo], n=a.n_samples, temperature=a.temperature, top_p=a.top_p,
+                            max_new_tokens=a.max_new_tokens, base_url=a.base_url, api_key=api_key, workers=a.workers,
+                            max_retries=a.max_retries, timeout=a.timeout, progress=progress,
                             on_result=lambda t, samples: keep_prompt(todo[t], samples), **api)
         elif backend == 'vllm':
             from caopd.models import chat_template_kwargs
-            llm = vllm_engine(str(model), seed, tensor_parallel_size, max_model_len)
-            comps = generate_vllm(llm, [prompts[k] for k in todo], n=n_samples, temperature=temperature, top_p=top_p,
-                                  max_new_tokens=max_new_tokens, seed=seed, progress=progress,
+            llm = vllm_engine(str(model), a.seed, a.tensor_parallel_size, a.max_model_len)
+            comps = generate_vllm(llm, [prompts[k] for k in todo], n=a.n_samples, temperature=a.temperature, top_p=a.top_p,
+                                  max_new_tokens=a.max_new_tokens, seed=a.seed, progress=progress,
                                   chat_template_kwargs=chat_template_kwargs(str(model), llm.get_tokenizer()))
             for k, samples in zip(todo, comps): keep_prompt(k, samples)
         else:
             from caopd.models import load_model, chat_template_kwargs
             lm, tok = model if is_pair else load_model(model, dtype=dtype)  # kept for the readout
-            generate(lm, tok, prompts, n=n_samples, temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens,
-                     batch_size=batch_size, chat_template_kwargs=chat_template_kwargs(tok.name_or_path if is_pair else model, tok),
-                     seed=seed, progress=progress, samples=[(k, j) for k in todo for j in missing[k]],
-                     on_batch=lambda got: keep([score_completion(rows_list[i], j, c, domain) for i, j, c in got]))
+            generate(lm, tok, prompts, n=a.n_samples, temperature=a.temperature, top_p=a.top_p, max_new_tokens=a.max_new_tokens,
+                     batch_size=a.batch_size, chat_template_kwargs=chat_template_kwargs(tok.name_or_path if is_pair else model, tok),
+                     seed=a.seed, progress=progress, samples=[(k, j) for k in todo for j in missing[k]],
+                     on_batch=lambda got: keep([score_completion(rows_list[i], j, c, a.domain) for i, j, c in got]))
     except BaseException as e:
-        if out is not None and hasattr(e, 'add_note'):
-            e.add_note(f"caopd.evaluate: {len(done) + len(new)} of {len(rows) * n_samples} samples are kept in "
-                       f"{Path(out)/'records.jsonl'}; run the same evaluation again (same out, same settings) to "
+        if a.out is not None and hasattr(e, 'add_note'):
+            e.add_note(f"caopd.evaluate: {len(done) + len(new)} of {len(rows) * a.n_samples} samples are kept in "
+                       f"{Path(a.out)/'records.jsonl'}; run the same evaluation again (same out, same settings) to "
                        f"generate only the rest.")
         raise
     unique = {}
-    for r in (kept_records(Path(out)/'records.jsonl') if out is not None else new):
-        if r['id'] in pos and 0 <= r['sample'] < n_samples: unique.setdefault((r['id'], r['sample']), r)
+    for r in (kept_records(Path(a.out)/'records.jsonl') if a.out is not None else new):
+        if r['id'] in pos and 0 <= r['sample'] < a.n_samples: unique.setdefault((r['id'], r['sample']), r)
     records = sorted(unique.values(), key=lambda r: (pos[r['id']], r['sample']))  # prompt order, as an uninterrupted run
-    if len(records) != len(rows) * n_samples:
-        raise RuntimeError(f"{len(records)} records for {len(rows)} prompts x {n_samples} samples: some samples are missing")
-    if readout: _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, readout_decimals, progress,
-                               tensor_parallel_size, max_model_len, seed, batch_size)
+    if len(records) != len(rows) * a.n_samples:
+        raise RuntimeError(f"{len(records)} records for {len(rows)} prompts x {a.n_samples} samples: some samples are missing")
+    if a.readout: _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, a.readout_decimals, progress,
+                                 a.tensor_parallel_size, a.max_model_len, a.seed, a.batch_size)
     report = records_report(records)  # intervals resample prompts
     settings.update(seconds=round(time.time() - t0, 1), resumed_samples=len(done))
     if backend == 'openai':
-        settings.update(base_url=api_base_url(base_url), workers=workers,
-                        timeout=timeout, max_retries=max_retries)
-    if backend == 'vllm': settings.update(tensor_parallel_size=tensor_parallel_size, max_model_len=max_model_len)
+        settings.update(base_url=api_base_url(a.base_url), workers=a.workers,
+                        timeout=a.timeout, max_retries=a.max_retries)
+    if backend == 'vllm': settings.update(tensor_parallel_size=a.tensor_parallel_size, max_model_len=a.max_model_len)
     settings['environment'] = environment_record()
     if backend == 'transformers': settings['dtype'] = dtype
     if backend != 'openai': settings['attention'] = attention
-    if out is not None: write_run(out, records, report, settings)
+    if a.out is not None: write_run(a.out, records, report, settings)
     return records, report
 
 # %% ../nbs/09_evaluate.ipynb #c036
@@ -474,64 +521,31 @@ def protocol(train_domains,  # the domains trained on, in order (a list, one dom
                      "eval_domain)")
 
 # %% ../nbs/09_evaluate.ipynb #c048
-EVALUATE_RULES = {  # parameter: (rule, why), checked before any model or data loads; None: the default
-    'model': (nonempty, 'a model name, Hugging Face id, local folder or openai:<name>'), 'domain': (named(check_domain), ''),
-    'limit': (integer(1), 'None evaluates every prompt'), 'n_samples': (integer(1), 'Table 6 validation: 8'),
-    'temperature': (real(0), '0 is greedy; Table 6 validation: 0.6'),
-    'top_p': (real(0, 1, lo_open=True), 'the nucleus mass; 1 keeps every token'),
-    'max_new_tokens': (integer(1), 'tokens per answer'), 'batch_size': (integer(1), 'sequences per generation batch'),
-    'seed': (integer(0), 'numpy and torch take seeds >= 0'), 'backend': (one_of(*BACKENDS), ''),
-    'workers': (integer(1), 'concurrent requests'), 'timeout': (real(0, lo_open=True), 'seconds per request'),
-    'max_retries': (integer(0), '0: no retry'), 'tensor_parallel_size': (integer(1), 'GPUs'),
-    'max_model_len': (integer(1), "None: the model's context length"),
-    'dtype': (one_of('bfloat16', 'float32'), 'None: bfloat16 on a GPU, float32 on CPU'),
-    'readout_decimals': (integer(1, hi=6), "a trained run's confidence_decimals; CaOPD writes 2 by default"),
-}
+def evaluation_markdown(args:EvalArguments, # what was evaluated
+                        records:list[dict], report:dict, # `evaluate(...)`
+                       ) -> str:
+    "Both readouts' reports of an evaluation, titled: what `caopd-evaluate` prints and `nbs/evaluate.ipynb` shows."
+    text = report_markdown(report, f"{args.model} on {args.domain}/{args.split} (n={report['n']}): stated confidence "
+                                   f"(the paper's metric)")
+    if args.readout: text += expected_markdown(expected_report(records), dict(backend=resolve_backend(args.model, args.backend),
+                                                                              readout_decimals=args.readout_decimals))
+    return text
 
-@command('caopd-evaluate', EVALUATE_RULES)
-def main(model:str='smollm2-135m-instruct',  # model name, HF id, local checkpoint folder, or 'openai:<name>'
-         domain:str='chemistry',  # 'chemistry', 'tooluse' or 'arithmetic' (ours)
-         split:str='test',  # dataset split
-         limit:int=None,  # evaluate only the first `limit` prompts
-         n_samples:int=1,  # samples per prompt
-         temperature:float=0.6,  # sampling temperature
-         top_p:float=0.95,  # nucleus mass
-         max_new_tokens:int=512,  # generation budget per sample
-         batch_size:int=32,  # sequences per generation batch
-         out:str=None,  # run folder (records, report, figures); run again to resume an interrupted evaluation
-         data_dir:str=None,  # data folder
-         seed:int=0,  # sampling seed (also sent to the API and to vLLM)
-         backend:str='auto',  # 'auto', 'transformers', 'vllm' or 'openai'
-         base_url:str=None,  # openai backend: the endpoint (default: $OPENAI_BASE_URL)
-         workers:int=8,  # openai backend: concurrent requests
-         timeout:float=600,  # openai backend: seconds a request may take before it is abandoned (and retried)
-         max_retries:int=5,  # openai backend: retries of timeouts, rate limits and 5xx errors
-         api_kwargs:str=None,  # openai backend: more chat.completions.create arguments, a JSON object
-         tensor_parallel_size:int=1,  # vllm backend: GPUs to shard the model over
-         max_model_len:int=None,  # vllm backend: the engine's context length (default: the model's)
-         overwrite:bool=False,  # start `out` over instead of resuming the evaluation there
-         dtype:str=None,  # transformers backend: 'bfloat16' or 'float32' (default: bfloat16 on a GPU, float32 on CPU)
-         readout:bool=True,  # also read the expected stated confidence (ours: the mean of the model's value distribution)
-         readout_decimals:int=2,  # most decimals of the values it is read over
+def main(argv:list[str]|None=None, # the arguments (default: the command line's)
         ):
-    "Evaluate a model's accuracy and calibration on a task split and print the report."
-    def files() -> dict:  # what the folder holds, by content: whatever the clocks say
-        if not out or not Path(out).is_dir(): return {}
-        return {p.name: hashlib.sha256(p.read_bytes()).digest() for p in Path(out).iterdir() if p.is_file()}
-    before = files()
-    records, report = evaluate(model, domain, split, limit, n_samples, temperature, top_p, max_new_tokens,
-                               batch_size, out, data_dir, seed, backend=backend, base_url=base_url, workers=workers,
-                               api_kwargs=json_object(api_kwargs, 'api_kwargs', '{"reasoning_effort": "low"}'), timeout=timeout,
-                               max_retries=max_retries, tensor_parallel_size=tensor_parallel_size,
-                               max_model_len=max_model_len, overwrite=overwrite, dtype=dtype, readout=readout,
-                               readout_decimals=readout_decimals)
-    print(report_markdown(report, f'{model} on {domain}/{split} (n={report["n"]}): stated confidence (the paper\'s metric)'))
-    if readout: print(expected_markdown(expected_report(records), dict(backend=resolve_backend(model, backend),
-                                                                       readout_decimals=readout_decimals)))
-    if out:  # what this evaluation wrote: the files that are new or changed, not what the folder held before
-        wrote = sorted(name for name, digest in files().items() if before.get(name) != digest)
-        print(f"wrote {out}/: {', '.join(wrote)}")
-    # nothing is returned (`caopd.cli.command`): the console script exits 0
+    "Evaluate a model's accuracy and calibration on a task split and print the report (the console script `caopd-evaluate`)."
+    with refusals('caopd-evaluate'):
+        args = EvalArguments(**vars(dataclass_parser(EvalArguments, 'caopd-evaluate', "Evaluate a model's accuracy and "
+                             "calibration on a task split and print the report.").parse_args(argv)))  # refused here
+        def files() -> dict:  # what the folder holds, by content: whatever the clocks say
+            if not args.out or not Path(args.out).is_dir(): return {}
+            return {p.name: hashlib.sha256(p.read_bytes()).digest() for p in Path(args.out).iterdir() if p.is_file()}
+        before = files()
+        records, report = evaluate(args.model, args=args)
+        print(evaluation_markdown(args, records, report))
+        if args.out:  # what this evaluation wrote: the files that are new or changed, not what the folder held before
+            wrote = sorted(name for name, digest in files().items() if before.get(name) != digest)
+            print(f"wrote {args.out}/: {', '.join(wrote)}")
 
 # %% ../nbs/09_evaluate.ipynb #c048f
 import types
@@ -542,3 +556,4 @@ class _CallableModule(types.ModuleType):
     __call__.__doc__ = evaluate.__doc__
 
 if __name__ == 'caopd.evaluate': sys.modules[__name__].__class__ = _CallableModule  # not in a notebook kernel
+if __name__ == '__main__' and Path(sys.argv[0]).name == 'evaluate.py': main()  # python -m caopd.evaluate (not a notebook kernel)

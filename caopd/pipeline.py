@@ -7,7 +7,8 @@ from __future__ import annotations
 import dataclasses, gc, logging, shlex, shutil, subprocess, sys, time
 from pathlib import Path
 
-from .arguments import RunArguments, parse_args, resolve_settings
+from .arguments import RunArguments, cli_args, parse_args, resolve_settings
+from .evaluate import EvalArguments
 from .cli import refusals
 from .io import read_json, read_jsonl, write_jsonl
 from .runfolder import RunFolder
@@ -30,22 +31,22 @@ class Evaluation:
     settings: dict  # what made it (model, backend, protocol, readout decimals)
 
 def evaluation_args(settings:dict, # the run's settings
+                    model:str, # the model evaluated: the start, or the trained checkpoint
                     out:str|Path, # the evaluation's folder (`RunFolder.eval(which)`)
-                   ) -> dict:
-    "The `caopd.evaluate.evaluate` arguments of a run's evaluation: its test prompts, protocol, seed and readout."
+                   ) -> EvalArguments:
+    "The options of a run's evaluation (`caopd.evaluate.EvalArguments`): its test prompts, protocol, seed and readout."
     from caopd.train import readout_decimals
-    return dict(domain=settings['eval_domain'], split='test', limit=settings['eval_limit'] or None,
-                n_samples=settings['eval_samples'], temperature=settings['eval_temperature'], top_p=settings['eval_top_p'],
-                max_new_tokens=settings['eval_max_new_tokens'], batch_size=settings['eval_batch_size'], out=str(out),
-                data_dir=settings['data_dir'], seed=settings['seed'], dtype=settings['dtype'],
-                readout_decimals=readout_decimals(settings))  # the expected stated confidence (ours), beside the stated
+    return EvalArguments(model=str(model), domain=settings['eval_domain'], split='test', limit=settings['eval_limit'] or None,
+                         n_samples=settings['eval_samples'], temperature=settings['eval_temperature'],
+                         top_p=settings['eval_top_p'], max_new_tokens=settings['eval_max_new_tokens'],
+                         batch_size=settings['eval_batch_size'], out=str(out), data_dir=settings['data_dir'],
+                         seed=settings['seed'], dtype=settings['dtype'],
+                         readout_decimals=readout_decimals(settings))  # the expected stated confidence (ours), beside the stated
 
-def evaluation_command(model:str, # what `caopd-evaluate --model` takes
-                       **kwargs, # more of its arguments; None ones are left out
+def evaluation_command(args:EvalArguments, # `evaluation_args(...)`, or any evaluation's options
                       ) -> list[str]:
-    "The `caopd-evaluate` command line (as `python -m caopd.evaluate`) of an evaluation."
-    args = dict(model=model, **kwargs)
-    return [sys.executable, '-m', 'caopd.evaluate', *[a for k, v in args.items() if v is not None for a in (f'--{k}', str(v))]]
+    "The `caopd-evaluate` command line (as `python -m caopd.evaluate`) of an evaluation: its options that differ from the defaults."
+    return [sys.executable, '-m', 'caopd.evaluate', *cli_args(args)]
 
 def read_evaluation(out:str|Path, # an evaluation's folder, as `caopd.evaluate.write_run` leaves it
                    ) -> Evaluation:
@@ -65,14 +66,13 @@ def evaluation_stage(run:Run, # `prepare(...)`
     from caopd.evaluate import elicit_confidence, evaluate
     from caopd.generation import resolve_backend
     s, out = run.settings, run.folder.eval(which)
-    kw = evaluation_args(s, out)
+    args = evaluation_args(s, model, out)
     if resolve_backend(model, run.args.backend) == 'vllm':
         # a vLLM engine holds its GPU memory until its process ends, and training needs it next: a child process
-        del kw['batch_size'], kw['dtype']  # the transformers backend's
-        subprocess.run(evaluation_command(model, backend='vllm', **kw), check=True)
+        subprocess.run(evaluation_command(dataclasses.replace(args, backend='vllm', dtype=None)), check=True)
     else:
         name = f"{s['model']} (start)" if which == 'before' else f"{s['model']} + {s['method']}"
-        records, _ = evaluate(model, name=name, progress=False, backend='transformers', **kw)
+        records, _ = evaluate(model, args=dataclasses.replace(args, backend='transformers'), name=name, progress=False)
         if s['elicit'] and any('elicited_confidence' not in r for r in records):
             from caopd.models import chat_template_kwargs, load_model
             lm, tok = load_model(model, dtype=s['dtype'])

@@ -8,6 +8,16 @@ from conftest import ROOT
 from trainer_helpers import tiny_model_dir
 
 
+def test_evaluate_notebook_parameters_are_the_evaluation_options():
+    "nbs/evaluate.ipynb's parameters cell names every field of EvalArguments, the options caopd-evaluate and evaluate() take; its defaults are the library's but for a small CPU run's."
+    import dataclasses, papermill as pm
+    from caopd.evaluate import EvalArguments
+    params = pm.inspect_notebook(str(ROOT/'nbs'/'evaluate.ipynb'))
+    fields = {f.name: f.default for f in dataclasses.fields(EvalArguments)}
+    assert set(params) == set(fields)
+    small = {'limit': 8, 'max_new_tokens': 64, 'batch_size': 16, 'out': 'runs/evaluate/smollm2-chemistry'}  # 8 questions on CPU
+    assert {k: eval(params[k]['default']) for k in fields} == {**fields, **small}
+
 def test_notebook_parameters_are_the_run_arguments():
     "nbs/train.ipynb's parameters cell and caopd.train.RunArguments name the same parameters with the same defaults."
     import dataclasses, papermill as pm
