@@ -208,14 +208,13 @@ def _world(run:RunArguments, preset:str, server_gpus:int=0) -> int:
     return int(env) if env is not None else want
 
 def resolve_settings(run:RunArguments) -> dict:
-    "Everything `settings.json` records about `run`: the preset filled in, the protocol, the batch arithmetic."
+    "Everything `settings.json` records about `run`: the preset filled in, the protocol, the batch arithmetic (no side effect; `caopd.train.prepare` adds this process's environment)."
     import torch
     from caopd.data import check_domain
-    from caopd.provenance import check_no_credentials, environment_record
+    from caopd.provenance import check_no_credentials
     from caopd.evaluate import protocol
     from caopd.preflight import version_table
     from caopd.runfolder import run_folder
-    from caopd.guards import guard_attention
     from caopd.preflight import NoGPUError, cpu_refusal, cpu_sized, gpu_refusal
     gpu = torch.cuda.is_available()
     preset = run.preset
@@ -296,8 +295,6 @@ def resolve_settings(run:RunArguments) -> dict:
                 lora_r=run.lora_r, fsdp_offload=run.fsdp_offload, resume=run.resume, report_to=run.report_to,
                 run_name=run.run_name or Path(out).name, push_to_hub=run.push_to_hub, hub_model_id=run.hub_model_id,
                 trainer_overrides=overrides, save_model=run.save_model, out=str(out),
-                environment=environment_record(),  # package versions and the git commit of this checkout
-                attention=guard_attention(),  # this process's SDPA backends, cuDNN's off where it returns NaN (caopd.guards)
                 versions=version_table())  # torch, CUDA, vLLM, TRL, transformers against their supported ranges
 
 # %% ../nbs/12a_arguments.ipynb #c028

@@ -273,7 +273,7 @@ def check_start(run:RunArguments, # the run's parameters
 class Run:
     "A run in progress: its arguments, resolved settings and folder, the model it starts from, its training prompts."
     args: RunArguments
-    settings: dict  # `resolve_settings(args)`, with the prompts' digests and the warm-up's record
+    settings: dict  # `resolve_settings(args)`, with this process's environment, the prompts' digests and the warm-up's record
     folder: RunFolder
     start: str  # the model the method starts from: the warm-up's checkpoint, or the run's model
     train_rows: object = None  # the training prompts (`select_prompts`), loaded once in this process
@@ -285,8 +285,14 @@ def prepare(args:RunArguments, # the run's parameters (`caopd.arguments.parse_ar
             settings:dict|None=None, # `resolve_settings(args)`, when the caller resolved them already
            ) -> Run:
     "Resolve and check the run, load its prompts, claim its folder (the same run resumes; another is refused or set aside), warm up, record the settings."
+    from caopd.guards import guard_attention
+    from caopd.provenance import environment_record
     from caopd.runfolder import run_identity
     settings = settings or resolve_settings(args)
+    # what this process runs on, done where the process starts work rather than while resolving: the package versions
+    # and the checkout's git commit (part of the run's identity), and its SDPA backends, cuDNN's switched off where it
+    # returns NaN (caopd.guards)
+    settings.update(environment=environment_record(), attention=guard_attention())
     folder, main = RunFolder(settings['out']), _main_process()
     check_start(args, settings, folder)  # an unknown tracker, a bad method config: refused before any data loads
     identity = run_identity(settings)
