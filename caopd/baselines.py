@@ -21,7 +21,7 @@ from .trainer import CaOPDSDFTTrainer, CaOPDSDPOTrainer
 from .verifiers import completion_text, domain_reward, verify
 
 # %% auto #0
-__all__ = ['RLCR_FORMATS', 'RLCR_REWARD_WEIGHTS', 'METHODS', 'grpo_reward_funcs', 'rlcr_confidence', 'brier_reward',
+__all__ = ['RLCR_FORMATS', 'RLCR_REWARD_WEIGHTS', 'TRAINERS', 'grpo_reward_funcs', 'rlcr_confidence', 'brier_reward',
            'rlcr_format_reward', 'rlcr_accuracy_reward', 'rlcr_brier_reward', 'rlcr_reward_funcs', 'BaselineGRPOConfig',
            'RLCRConfig', 'MethodSpec', 'method_spec', 'sampling_fields', 'device_defaults', 'method_config',
            'build_trainer']
@@ -147,15 +147,15 @@ _SPECS = {
     'caopd-sdft-tasc': MethodSpec(CaOPDSDFTTrainer, CaOPDSDFTConfig, grpo_reward_funcs,
                                   dict(calibrate=True, confidence_target='ta-sc')),
 }
-METHODS = {m: _SPECS[m] for m in TRAINABLE}  # in caopd.methods' order; a trainable method without a spec fails here
+TRAINERS = {m: _SPECS[m] for m in TRAINABLE}  # in caopd.methods.METHODS' order; a trainable method without a spec fails here
 
-def method_spec(method:str, # a name in `METHODS`
+def method_spec(method:str, # a name in `caopd.methods.TRAINABLE`
                ) -> MethodSpec:
     "The spec of `method`; a clear error listing the methods otherwise (`caopd.methods.check_method`)."
-    return METHODS[check_method(method)]
+    return TRAINERS[check_method(method)]
 
 # %% ../nbs/08_baselines.ipynb #smp2
-def sampling_fields(method:str, # a name in `METHODS`
+def sampling_fields(method:str, # a name in `caopd.methods.TRAINABLE`
                     scheme:str, # a name in `caopd.methods.SAMPLING_SCHEMES`: 'paper', 'leave-one-out' or 'released'
                     K:int, # rollouts per prompt behind mu_hat (Table 6: 8)
                    ) -> dict:
@@ -178,7 +178,7 @@ def device_defaults() -> dict:
     "Config values for this machine: CPU training in float32 when no GPU is visible, TRL's defaults otherwise."
     return {} if torch.cuda.is_available() else dict(use_cpu=True, bf16=False)
 
-def method_config(method:str, # a name in `METHODS`
+def method_config(method:str, # a name in `caopd.methods.TRAINABLE`
                   output_dir:str|os.PathLike|None=None, # where checkpoints go (default: runs/<method>)
                   **overrides, # config fields; they win over the method's values and the machine's defaults
                  ):
@@ -203,7 +203,7 @@ def _check_dataset_domain(dataset, domain, what):
         raise ValueError(f"{what} holds rows of domain(s) {found} but domain={domain!r} was asked for: pass the "
                          f"matching domain, or a dataset of {domain!r} rows (caopd.data.load_domain({domain!r}, split))")
 
-def build_trainer(method:str, # a name in `METHODS`: 'sdft', 'caopd-sdft', 'caopd-sdft-tasc', 'sdpo', 'caopd-sdpo', 'grpo', 'rlcr'
+def build_trainer(method:str, # a name in `caopd.methods.TRAINABLE`: 'sdft', 'caopd-sdft', 'caopd-sdft-tasc', 'sdpo', 'caopd-sdpo', 'grpo', 'rlcr'
                   model:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging Face id or local folder
                   domain:str, # 'chemistry' or 'tooluse'
                   train_dataset=None, # rows as `caopd.data` makes them (default: `load_domain(domain, 'train')`)

@@ -1,11 +1,11 @@
-"Every method of `caopd.baselines.METHODS` builds by name and trains for two steps on the tiny model, on CPU."
+"Every method of `caopd.baselines.TRAINERS` builds by name and trains for two steps on the tiny model, on CPU."
 import math
 
 import pytest
 import torch
 from trl import GRPOTrainer
 
-from caopd.baselines import METHODS, build_trainer
+from caopd.baselines import TRAINERS, build_trainer
 from caopd.data import fixtures_dir, load_domain
 from caopd.models import tiny_model
 from caopd.testing import script_rollouts
@@ -56,7 +56,7 @@ def train_two_steps(method, domain, model, out):
     return trainer, logs
 
 
-@pytest.mark.parametrize('method', list(METHODS))
+@pytest.mark.parametrize('method', list(TRAINERS))
 def test_every_method_trains(method, tiny, tmp_path):
     trainer, logs = train_two_steps(method, 'chemistry', tiny, tmp_path)
     if isinstance(trainer, GRPOTrainer):  # the RL baselines log each reward's mean
