@@ -13,7 +13,7 @@ from .io import read_json, read_jsonl, write_json, write_jsonl
 
 # %% auto #0
 __all__ = ['RUN_IDENTITY', 'OVERRIDES_NOT_IDENTITY', 'REPLACED', 'RunMismatchError', 'RunFolder', 'is_run', 'load_run',
-           'run_identity', 'identity_diff', 'run_folder', 'diff_text']
+           'run_identity', 'identity_diff', 'run_folder', 'diff_text', 'find_runs']
 
 # %% ../nbs/01b_runfolder.ipynb #ea439216
 class RunMismatchError(Refusal):  # a ValueError; one line and exit status 2 on the command line
@@ -168,3 +168,12 @@ def discard_training(self:RunFolder,
     for p in parts:
         if p.is_dir(): shutil.rmtree(p)
         else: p.unlink(missing_ok=True)
+
+# %% ../nbs/01b_runfolder.ipynb #fr02
+def find_runs(root, # folder searched recursively
+              finished:bool=True, # only finished runs (`RunFolder.finished`); False: every run that started
+             ) -> list[Path]:
+    "The run folders under `root`, in path order: none set aside by `overwrite` (`REPLACED`); [] when `root` is no folder."
+    root = Path(root)
+    found = [s.parent for s in sorted(root.rglob('settings.json')) if REPLACED not in s.parent.name] if root.is_dir() else []
+    return [p for p in found if RunFolder(p).finished or not finished]

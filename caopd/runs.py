@@ -13,7 +13,7 @@ from .data import shipped_file
 from .metrics import REPORT_KEYS
 from .plan import nodes_markdown, plan_row, plan_text, recipe_runs
 from .provenance import check_no_credentials
-from .runfolder import REPLACED, RunFolder, is_run, load_run
+from .runfolder import RunFolder, find_runs, is_run, load_run
 
 # %% auto #0
 __all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'runs_table', 'papermill_command', 'read_grid', 'run_grid', 'grid_plans', 'nodes_report',
@@ -29,13 +29,11 @@ def runs_table(root='runs', # folder searched recursively for run folders
               ):
     "One row per finished run under `root`: its identifying settings, metrics after (`m`) and before (`before_m`) training."
     import pandas as pd
-    root = Path(root)
     rows = []
-    for s in sorted(root.rglob('settings.json')) if root.is_dir() else []:
-        if not is_run(s.parent) or REPLACED in s.parent.name: continue  # a run set aside by overwrite
-        run = load_run(s.parent)
+    for folder in find_runs(root):  # finished, none set aside by overwrite
+        run = load_run(folder)
         st = run['settings']
-        row = dict(path=str(s.parent), **{c: st.get(c) for c in RUN_COLUMNS})
+        row = dict(path=str(folder), **{c: st.get(c) for c in RUN_COLUMNS})
         if isinstance(row['train_domains'], (list, tuple)): row['train_domains'] = '>'.join(row['train_domains'])
         if isinstance(row['warmup_domains'], (list, tuple)): row['warmup_domains'] = '+'.join(row['warmup_domains'])
         elicited, expected = run['elicited'] or {}, run.get('expected') or {}  # expected: ours (caopd.readout)

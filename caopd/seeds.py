@@ -21,7 +21,7 @@ from .io import read_jsonl
 from .evaluate import EXPECTED, records_report
 from .metrics import interval_text
 from .tables import METHOD_NAMES, method_color
-from .runfolder import REPLACED, RunFolder, is_run
+from .runfolder import RunFolder, find_runs, is_run
 
 # %% ../nbs/11b_seeds.ipynb #s005
 BUDGET = ('max_steps', 'prompts_per_step', 'K', 'learning_rate')  # a run's training budget: steps x prompts x K at a rate
@@ -47,9 +47,7 @@ def run_label(settings:Mapping, # a run's settings.json
 
 def _run_folders(runs_dir, domain:str, scale:str|None) -> list[tuple[Path, dict]]:
     "(folder, settings) of the run folders under `runs_dir`, finished or not (none set aside), tested on `domain` at `scale` (None: any)."
-    root = Path(runs_dir)
-    found = [(s.parent, RunFolder(s.parent).read_settings()) for s in sorted(root.rglob('settings.json'))
-             if REPLACED not in s.parent.name] if root.is_dir() else []
+    found = [(p, RunFolder(p).read_settings()) for p in find_runs(runs_dir, finished=False)]
     return [(p, s) for p, s in found
             if (s.get('eval_domain') or s.get('domain')) == domain and (scale is None or s.get('scale') == scale)]
 
