@@ -17,8 +17,8 @@ _log = logging.getLogger('caopd.train')  # the library's messages (caopd/__init_
 # %% auto #0
 __all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'trainer_config', 'readout_decimals', 'lora_config',
            'method_args', 'Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained',
-           'TrainingDone', 'StopWhenTrained', 'end_process_group', 'check_start', 'Run', 'prepare', 'train',
-           'launch_command', 'server_command', 'vllm_server', 'run_logged', 'sampling_text', 'dry_run', 'main']
+           'TrainingDone', 'StopWhenTrained', 'end_process_group', 'check_start', 'process_record', 'Run', 'prepare',
+           'train', 'launch_command', 'server_command', 'vllm_server', 'run_logged', 'sampling_text', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:dict, # `resolve_settings(...)`
@@ -269,6 +269,12 @@ def check_start(run:RunArguments, # the run's parameters
                       f"or report_to='none'")
     method_args(settings, folder)  # the method's config checks its own fields (caopd.config)
 
+def process_record() -> dict:
+    "What this process runs on, for `settings.json`: the packages and the checkout's git commit (part of the run's identity), and its SDPA backends, cuDNN's switched off where it returns NaN (`caopd.guards.guard_attention`)."
+    from caopd.guards import guard_attention
+    from caopd.provenance import environment_record
+    return dict(environment=environment_record(), attention=guard_attention())
+
 @dataclasses.dataclass
 class Run:
     "A run in progress: its arguments, resolved settings and folder, the model it starts from, its training prompts."
@@ -285,14 +291,9 @@ def prepare(args:RunArguments, # the run's parameters (`caopd.arguments.parse_ar
             settings:dict|None=None, # `resolve_settings(args)`, when the caller resolved them already
            ) -> Run:
     "Resolve and check the run, load its prompts, claim its folder (the same run resumes; another is refused or set aside), warm up, record the settings."
-    from caopd.guards import guard_attention
-    from caopd.provenance import environment_record
     from caopd.runfolder import run_identity
     settings = settings or resolve_settings(args)
-    # what this process runs on, done where the process starts work rather than while resolving: the package versions
-    # and the checkout's git commit (part of the run's identity), and its SDPA backends, cuDNN's switched off where it
-    # returns NaN (caopd.guards)
-    settings.update(environment=environment_record(), attention=guard_attention())
+    settings.update(process_record())  # done where the process starts its work, not while resolving
     folder, main = RunFolder(settings['out']), _main_process()
     check_start(args, settings, folder)  # an unknown tracker, a bad method config: refused before any data loads
     identity = run_identity(settings)

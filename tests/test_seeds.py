@@ -89,7 +89,7 @@ def test_the_gpu_grid_remakes_the_committed_gpu_runs():
     from caopd.runfolder import RunFolder, identity_diff, run_identity
     from caopd.runs import read_grid
     from caopd.arguments import RunArguments, resolve_settings
-    from caopd.train import select_prompts
+    from caopd.train import process_record, select_prompts
     grid = read_grid(ROOT/'nbs'/'grids'/'gpu.yaml')
     assert grid['root'] == 'figures/runs/gpu'
     folders = sorted(p.name for p in (ROOT/grid['root']).iterdir() if p.is_dir())
@@ -97,6 +97,7 @@ def test_the_gpu_grid_remakes_the_committed_gpu_runs():
     fields = {f.name for f in dataclasses.fields(RunArguments)}
     for name, params in grid['runs']:
         settings = resolve_settings(RunArguments(**{k: v for k, v in params.items() if k in fields}, out=f'unused/{name}'))
+        settings.update(process_record())  # the code's version, as caopd.train.prepare adds it
         select_prompts(settings)  # the prompts' digests
         diff = identity_diff(RunFolder(ROOT/grid['root']/name).read_identity(), run_identity(settings))
         assert set(diff) <= {'caopd_commit'}, (name, diff)
