@@ -23,7 +23,7 @@ with warnings.catch_warnings():
     from trl.experimental.sdpo import SDPOTrainer
     from trl.experimental.sdpo.sdpo_trainer import SuccessfulRolloutTeacherContextBuilder, _extract_last_user_text
 
-# the configs live in caopd.config (nbs/07_config.ipynb); importing them here keeps `caopd.trainer.CaOPDSDFTConfig` etc.
+# the configs live in caopd.config (nbs/06_config.ipynb); importing them here keeps `caopd.trainer.CaOPDSDFTConfig` etc.
 from .config import CONFIDENCE_TARGETS, ESTIMATORS, CaOPDConfig, CaOPDSDFTConfig, CaOPDSDPOConfig
 from .confidence import confidence_decimals, format_confidence, parse_confidence, rewrite_completion_ids, rewrite_confidence
 from .estimators import empirical_confidence, needs_more_rollouts, spread_requests, target_denominator

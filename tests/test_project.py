@@ -1,5 +1,5 @@
 "The project's own hygiene: notebooks are clean, and the package is exactly what the notebooks export."
-import filecmp, shutil, subprocess, sys
+import filecmp, json, shutil, subprocess, sys
 from pathlib import Path
 from conftest import ROOT
 
@@ -47,3 +47,22 @@ def test_readme_papermill_commands_create_their_output_folder():
         # mkdir -p M creates M and its parents: the output folder must be one of them
         assert out.parent == Path('.') or any(out.parent == m or out.parent in m.parents for m in made), \
             f'{line}: mkdir -p {out.parent} first'
+
+
+def test_notebooks_are_numbered_in_the_order_they_import_each_other():
+    "A library notebook's number comes after the numbers of the notebooks whose modules its module imports, and the README lists them in that order."
+    import re
+    module_of = {}
+    for nb in sorted((ROOT/'nbs').glob('*.ipynb')):
+        cells = json.loads(nb.read_text())['cells']
+        m = re.search(r'#\|\s*default_exp\s+(\w+)', '\n'.join(''.join(c['source']) for c in cells if c['cell_type'] == 'code'))
+        if m: module_of[m.group(1)] = nb.stem
+    late = []
+    for mod, stem in module_of.items():
+        src = (ROOT/'caopd'/f'{mod}.py').read_text()
+        imported = set(re.findall(r'from \.(\w+) import', src)) | set(re.findall(r'(?:from|import) caopd\.(\w+)', src))
+        late += [(stem, module_of[i]) for i in imported if i in module_of and i != mod and module_of[i] > stem]
+    assert late == [], f'notebook imports a later one (renumber it): {late}'
+    readme = (ROOT/'README.md').read_text()
+    listed = [s for s in re.findall(r'^\| `nbs/(\w+)\.ipynb` \| `caopd', readme, re.M)]
+    assert listed == sorted(module_of.values()), listed
