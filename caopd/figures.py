@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 from .data import DOMAIN_NAMES
 from .metrics import aurc, confidence_counts, reliability_bins, risk_coverage
 from .tables import (ACCURACY_KEYS, METRIC_TITLES, METHOD_NAMES, METHOD_COLORS, SETTING_COLORS, SOURCE_SYMBOLS,
-                          _PALETTE, _check_long, _detail, entity_names, log_metric, method_color, model_size, wide_table)
+                          PALETTE, check_long, name_detail, entity_names, log_metric, method_color, model_size, wide_table)
 
 # %% ../nbs/09c_figures.ipynb #fc046
 def reliability_diagram(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing
@@ -145,7 +145,7 @@ def _wrap_detail(name:str, # a display name, e.g. 'smollm2 · SDFT (cpu, K=4, 8 
                  width:int=32, # names longer than this put their '(detail)' on a second line
                 ) -> str:
     "A long run name with its trailing '(scale, K, steps)' on a line of its own (plotly's '<br>')."
-    d = _detail(name)
+    d = name_detail(name)
     return name if len(name) <= width or not d else f"{name[:name.rfind('(' + d + ')')].rstrip()}<br>({d})"
 
 
@@ -154,7 +154,7 @@ def hero_plot(df:pd.DataFrame, # long table with metrics accuracy, mean_confiden
               note:str|None=None, # a line printed under the title, e.g. a caveat about the runs shown
              ) -> go.Figure:
     "Figure 1: mean confidence vs accuracy with the Overconfidence Zone above y = x; reliability (1 - Brier) bars."
-    _check_long(df, 'hero_plot')
+    check_long(df, 'hero_plot')
     w = wide_table(df, ['accuracy', 'mean_confidence', 'brier'])
     w['name'] = entity_names(w)
     pts = w.dropna(subset=['accuracy', 'mean_confidence']).sort_values(['accuracy', 'mean_confidence'])
@@ -232,7 +232,7 @@ def _run_colors(labels:Sequence) -> dict:
     for i, lab in enumerate(labels):
         low = str(lab).lower()
         m = next((k for k in sorted(METHOD_COLORS, key=len, reverse=True) if k in low), None)
-        c = method_color(m) if m and method_color(m) not in used else _PALETTE[i % len(_PALETTE)]
+        c = method_color(m) if m and method_color(m) not in used else PALETTE[i % len(PALETTE)]
         out[lab] = c; used.add(c)
     return out
 
@@ -317,7 +317,7 @@ def generalization_bars(df:pd.DataFrame, # long table with `setting` in ID / OOD
                         note:str|None=None, # a line printed under the subtitle, e.g. `degenerate_note(...)`
                        ) -> go.Figure:
     "Figure `fig:generalization`: ID bars with the hatched shift to OOD (top) and CT (bottom) per method and metric."
-    _check_long(df, 'generalization_bars', ('metric', 'value', 'setting', 'method'))
+    check_long(df, 'generalization_bars', ('metric', 'value', 'setting', 'method'))
     d = df
     if model is not None: d = d[d['model'] == model]
     if domain is not None: d = d[d['domain'] == domain]
@@ -339,8 +339,8 @@ def generalization_bars(df:pd.DataFrame, # long table with `setting` in ID / OOD
     short = entity_names(w.assign(name=''), with_model=False)
     short = [s.replace(' · this machine', '<br>this machine') for s in short]
     clash = {s for s in short if len({f for f, t in zip(full, short) if t == s}) > 1}
-    w['_x'] = [f"{s}<br>{_detail(f)}" if s in clash else s for f, s in zip(full, short)]
-    ours = list(dict.fromkeys(f"{m} ({_detail(f)})" for f, m, src in zip(full, w.get('model', [''] * len(w)), by)
+    w['_x'] = [f"{s}<br>{name_detail(f)}" if s in clash else s for f, s in zip(full, short)]
+    ours = list(dict.fromkeys(f"{m} ({name_detail(f)})" for f, m, src in zip(full, w.get('model', [''] * len(w)), by)
                               if src == 'this machine'))
     cats = list(dict.fromkeys(w['_x']))
     meth = {x: g['method'].iloc[0] for x, g in w.groupby('_x', sort=False)}
@@ -390,7 +390,7 @@ def method_bars(df:pd.DataFrame, # long table: model, domain, method, metric, va
                 note:str|None=None, # a line printed under the title, e.g. `degenerate_note(...)`
                ) -> go.Figure:
     "Grouped bars of a results table: panels per (row, metric), models on x, one bar per method and source."
-    _check_long(df, 'method_bars', ('metric', 'value', 'model', 'method'))
+    check_long(df, 'method_bars', ('metric', 'value', 'model', 'method'))
     w = wide_table(df, list(metrics))
     rows = list(dict.fromkeys(w[row])) if row in w.columns else ['']
     long_x = 'source' in w.columns and (w['source'] == 'this machine').any()
@@ -402,7 +402,7 @@ def method_bars(df:pd.DataFrame, # long table: model, domain, method, metric, va
         g = w.iloc[idx]
         for i, rv in enumerate(rows, start=1):
             sub = g[g[row] == rv] if row in g.columns else g
-            x = [f'{mo}<br>({_detail(n)})' if key.get('source') == 'this machine' and _detail(n) else mo
+            x = [f'{mo}<br>({name_detail(n)})' if key.get('source') == 'this machine' and name_detail(n) else mo
                  for mo, n in zip(sub['model'], sub['name'] if 'name' in sub.columns else [''] * len(sub))]
             for j, m in enumerate(metrics, start=1):
                 ours_ = key.get('source') == 'this machine'   # our bars carry their value: a 0 is still visible
@@ -434,7 +434,7 @@ def scaling_bubbles(df:pd.DataFrame, # long table with brier, spr, mean_confiden
                     title:str|None='Decoupling capability from calibration across model scales', # figure title
                    ) -> go.Figure:
     "Figure `fig:scaling_laws`: 1-BS, SPR and mean confidence against model size, bubble size by parameters."
-    _check_long(df, 'scaling_bubbles', ('metric', 'value', 'model'))
+    check_long(df, 'scaling_bubbles', ('metric', 'value', 'model'))
     if not len(df): return _note_figure('no results to plot', title, 1250)
     w = wide_table(df, list(dict.fromkeys(m for m in ('brier', *metrics) if m != 'reliability')))
     w['reliability'] = 1 - w['brier']
@@ -488,7 +488,7 @@ def k_ablation(df:pd.DataFrame, # long table with a `K` column or settings like 
                note:str|None=None, # a line printed under the title, e.g. `degenerate_note(...)`
               ) -> go.Figure:
     "Figure `fig:effect` (left): accuracy, ECE, Brier, SPR and OCG against the number of rollouts K."
-    _check_long(df, 'k_ablation')
+    check_long(df, 'k_ablation')
     if not len(df): return _note_figure('no results to plot', title)
     w = wide_table(df, list(metrics))
     w['_K'] = _k_values(w)
@@ -518,7 +518,7 @@ def _dist_color(label:str, i:int) -> str:
     if 'target' in low or 'mu' in low or 'μ' in low: return '#59a14f'                 # the empirical targets: green
     if 'caopd' in low: return '#8e44ad'                                                # the deployed CaOPD model: purple
     if 'sd' in low or 'opd' in low or 'base' in low: return '#f28e2b'                  # standard OPD: orange
-    return _PALETTE[i % len(_PALETTE)]
+    return PALETTE[i % len(PALETTE)]
 
 
 def confidence_distributions(series:Mapping[str, Sequence], # {label: confidences}, e.g. SDFT outputs, mu_hat targets, CaOPD outputs

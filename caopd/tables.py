@@ -15,9 +15,9 @@ from .data import shipped_path
 from .methods import METHODS
 
 # %% auto #0
-__all__ = ['ENTITY_COLUMNS', 'METRIC_TITLES', 'METHOD_NAMES', 'METHOD_COLORS', 'SETTING_COLORS', 'SOURCE_SYMBOLS',
-           'ACCURACY_KEYS', 'paper_dir', 'paper_table', 'method_color', 'wide_table', 'entity_names', 'model_size',
-           'log_metric']
+__all__ = ['ENTITY_COLUMNS', 'METRIC_TITLES', 'METHOD_NAMES', 'METHOD_COLORS', 'SETTING_COLORS', 'SOURCE_SYMBOLS', 'PALETTE',
+           'ACCURACY_KEYS', 'paper_dir', 'paper_table', 'method_color', 'check_long', 'wide_table', 'entity_names',
+           'name_detail', 'model_size', 'log_metric']
 
 # %% ../nbs/09b_tables.ipynb #c006
 def paper_dir() -> Path:
@@ -56,7 +56,7 @@ SETTING_COLORS = {'Proprietary': '#4e79a7', 'Open-weight': '#9c755f'}  # Table 1
 
 SOURCE_SYMBOLS = {'paper': 'circle', 'this machine': 'diamond'}
 
-_PALETTE = ('#76b7b2', '#edc948', '#9c755f', '#bab0ac', '#17becf', '#bcbd22', '#7f7f7f', '#1f77b4')
+PALETTE = ('#76b7b2', '#edc948', '#9c755f', '#bab0ac', '#17becf', '#bcbd22', '#7f7f7f', '#1f77b4')  # a method without a colour of its own
 
 
 def method_color(method:str, # a method name, e.g. 'sdft' or 'caopd-sdpo'
@@ -65,12 +65,14 @@ def method_color(method:str, # a method name, e.g. 'sdft' or 'caopd-sdpo'
     m = str(method).lower()
     if m in METHOD_COLORS: return METHOD_COLORS[m]
     if 'caopd' in m: return METHOD_COLORS['caopd']
-    return _PALETTE[sum(map(ord, m)) % len(_PALETTE)]  # stable across runs (unlike hash())
+    return PALETTE[sum(map(ord, m)) % len(PALETTE)]  # stable across runs (unlike hash())
 
 
-def _check_long(df, # the table handed to a builder
-                what:str, # the builder's name, for the message
-                need:Sequence=('metric', 'value')):
+def check_long(df, # the table handed to a builder
+               what:str, # the builder's name, for the message
+               need:Sequence=('metric', 'value'), # the columns it reads
+              ):
+    "Refuse a table that is not in the long format every figure and table reads, naming what it lacks."
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"{what} needs a pandas DataFrame in the long format (columns model, domain, method, setting, "
                         f"metric, value, source), got {type(df).__name__}")
@@ -85,7 +87,7 @@ def wide_table(df:pd.DataFrame, # long table: entity columns, `metric`, `value`
                index:Sequence|None=None, # entity columns; default: those of `ENTITY_COLUMNS` present in `df`
               ) -> pd.DataFrame:
     "One row per entity, one column per metric, entities in order of first appearance."
-    _check_long(df, 'wide_table')
+    check_long(df, 'wide_table')
     index = [c for c in (index if index is not None else ENTITY_COLUMNS) if c in df.columns]
     d = df.copy()
     for c in index:
@@ -123,7 +125,7 @@ def entity_names(w:pd.DataFrame, # a `wide_table`
     return out
 
 # %% ../nbs/09b_tables.ipynb #c012
-def _detail(name:str) -> str:
+def name_detail(name:str) -> str:
     "The '(scale, K, steps)' part that ends a run's name, '' if none."
     m = re.search(r'\(([^()]*)\)\s*$', str(name))
     return m.group(1) if m else ''
