@@ -8,7 +8,7 @@ import dataclasses, importlib.util, json, math, os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cli import (Refusal, boolean, check_fields, dataclass_parser, integer, json_object, named, nonempty, one_of,
+from .cli import (Refusal, boolean, check_fields, dataclass_parser, option, integer, json_object, named, nonempty, one_of,
                        real, unknown_refusal)
 from .data import check_domain
 from .generation import BACKENDS
@@ -53,89 +53,87 @@ ROLLOUT_SAMPLING = ('eval', 'paper')  # training rollouts sampled as the evaluat
 PAPER_NODE_GPUS = 4  # the paper's node (appendix "Compute Infrastructure"): four H200 GPUs; caopd.preflight.PAPER_NODE
 
 # %% ../nbs/11a_arguments.ipynb #c008
-def _h(text, **kw): return field(metadata={'help': text}, **kw)
-
 @dataclass
 class RunArguments:
     "The parameters of one training run (`nbs/train.ipynb`'s parameters); `None` takes the preset's value."
-    model: str = _h("paper alias (Qwen3-8B, Olmo-3-7B-Instruct, ...), Hugging Face id or local folder",
-                    default='smollm2-135m-instruct')
-    domain: str | None = _h("training domain: 'chemistry', 'tooluse' or 'arithmetic' (ours); None: the preset's "
-                            "('arithmetic' for cpu, 'chemistry' for paper)", default=None)
-    method: str = _h("sdft, sdpo, caopd-sdft, caopd-sdpo, grpo, rlcr or caopd-sdft-tasc (Table 4)", default='caopd-sdft')
-    eval_domain: str | None = _h("test domain; None: the training domain (ID); the other one: OOD", default=None)
-    init_from: str | None = _h("a finished run folder to continue training from (continual training, CT)", default=None)
-    preset: str = _h("'cpu', 'paper' (Table 6, GPU) or 'auto' (by the model: paper for the paper's models and any "
-                     "as large, cpu for the embedded model and other small ones, on any machine)", default='auto')
-    format_warmup: str | None = _h("format warm-up first (caopd.warmup): 'value', 'format' or 'graded' (the loss mask), "
-                                   "'off'; None: the preset's", default=None)
-    format_warmup_steps: int | None = _h("optimizer steps of the warm-up", default=None)
-    format_warmup_domains: str | None = _h("domains whose training demonstrations the warm-up shows, comma-separated; "
-                                           "None: the training and the test domain", default=None)
-    K: int | None = _h("rollouts per prompt for mu_hat (Table 6: 8)", default=None)
-    learning_rate: float | None = _h("AdamW learning rate (Table 6: 1e-6, 1e-5 or 2e-5)", default=None)
-    max_steps: int | None = _h("optimizer steps (-1: train `num_train_epochs` epochs)", default=None)
-    num_train_epochs: float | None = _h("epochs when max_steps is -1", default=None)
-    prompts_per_step: int | None = _h("questions per optimizer step (Table 6: question batch size 32)", default=None)
-    per_device_train_batch_size: int | None = _h("completions per device micro-batch", default=None)
-    max_completion_length: int | None = _h("rollout length in tokens (Table 6: 8192)", default=None)
-    n_train: int | None = _h("training prompts used (0: the whole train split)", default=None)
-    eval_limit: int | None = _h("test prompts evaluated (0: the whole test split)", default=None)
-    eval_samples: int | None = _h("samples per test prompt (Table 6 validation: 8)", default=None)
-    eval_max_new_tokens: int | None = _h("evaluation generation budget", default=None)
-    eval_batch_size: int | None = _h("sequences per evaluation generation batch (transformers backend)", default=None)
-    gradient_checkpointing: bool | None = _h("recompute activations in the backward pass (less memory, more time)",
-                                             default=None)
-    eval_temperature: float | None = _h("evaluation sampling temperature (Table 6 validation: 0.6)", default=None)
-    eval_top_p: float | None = _h("evaluation nucleus mass (Table 6 validation: 0.95)", default=None)
-    sampling_scheme: str | None = _h("how the trajectories distilled and the K rollouts behind mu_hat are sampled: 'paper' "
-                                     "(SDFT: one distilled trajectory per prompt and K apart; SDPO: its group reused, plain "
-                                     "mean), 'leave-one-out' (ours: K distilled, each target the mean of the other K - 1) or "
-                                     "'released' (the authors' code: K distilled, in-sample mean, two decimals); "
-                                     "caopd.methods.SAMPLING_SCHEMES", default=None)
-    rollout_sampling: str | None = _h("how training rollouts are sampled: 'eval' (the evaluation's temperature and "
-                                      "top-p, so mu_hat is the deployed policy's success rate) or 'paper' (Table 6's "
-                                      "training temperature 1.0)", default=None)
-    backend: str = _h("evaluation backend: 'auto', 'transformers' or 'vllm'", default='auto')
-    elicit: bool | None = _h("also ask for a confidence after each test completion (transformers only)", default=None)
-    evaluations: bool = _h("evaluate the start and the trained model (caopd-train, nbs/train.ipynb); False: train "
+    model: str = option("paper alias (Qwen3-8B, Olmo-3-7B-Instruct, ...), Hugging Face id or local folder",
+                        default='smollm2-135m-instruct')
+    domain: str | None = option("training domain: 'chemistry', 'tooluse' or 'arithmetic' (ours); None: the preset's "
+                                "('arithmetic' for cpu, 'chemistry' for paper)", default=None)
+    method: str = option("sdft, sdpo, caopd-sdft, caopd-sdpo, grpo, rlcr or caopd-sdft-tasc (Table 4)", default='caopd-sdft')
+    eval_domain: str | None = option("test domain; None: the training domain (ID); the other one: OOD", default=None)
+    init_from: str | None = option("a finished run folder to continue training from (continual training, CT)", default=None)
+    preset: str = option("'cpu', 'paper' (Table 6, GPU) or 'auto' (by the model: paper for the paper's models and any "
+                         "as large, cpu for the embedded model and other small ones, on any machine)", default='auto')
+    format_warmup: str | None = option("format warm-up first (caopd.warmup): 'value', 'format' or 'graded' (the loss mask), "
+                                       "'off'; None: the preset's", default=None)
+    format_warmup_steps: int | None = option("optimizer steps of the warm-up", default=None)
+    format_warmup_domains: str | None = option("domains whose training demonstrations the warm-up shows, comma-separated; "
+                                               "None: the training and the test domain", default=None)
+    K: int | None = option("rollouts per prompt for mu_hat (Table 6: 8)", default=None)
+    learning_rate: float | None = option("AdamW learning rate (Table 6: 1e-6, 1e-5 or 2e-5)", default=None)
+    max_steps: int | None = option("optimizer steps (-1: train `num_train_epochs` epochs)", default=None)
+    num_train_epochs: float | None = option("epochs when max_steps is -1", default=None)
+    prompts_per_step: int | None = option("questions per optimizer step (Table 6: question batch size 32)", default=None)
+    per_device_train_batch_size: int | None = option("completions per device micro-batch", default=None)
+    max_completion_length: int | None = option("rollout length in tokens (Table 6: 8192)", default=None)
+    n_train: int | None = option("training prompts used (0: the whole train split)", default=None)
+    eval_limit: int | None = option("test prompts evaluated (0: the whole test split)", default=None)
+    eval_samples: int | None = option("samples per test prompt (Table 6 validation: 8)", default=None)
+    eval_max_new_tokens: int | None = option("evaluation generation budget", default=None)
+    eval_batch_size: int | None = option("sequences per evaluation generation batch (transformers backend)", default=None)
+    gradient_checkpointing: bool | None = option("recompute activations in the backward pass (less memory, more time)",
+                                                 default=None)
+    eval_temperature: float | None = option("evaluation sampling temperature (Table 6 validation: 0.6)", default=None)
+    eval_top_p: float | None = option("evaluation nucleus mass (Table 6 validation: 0.95)", default=None)
+    sampling_scheme: str | None = option("how the trajectories distilled and the K rollouts behind mu_hat are sampled: 'paper' "
+                                         "(SDFT: one distilled trajectory per prompt and K apart; SDPO: its group reused, plain "
+                                         "mean), 'leave-one-out' (ours: K distilled, each target the mean of the other K - 1) or "
+                                         "'released' (the authors' code: K distilled, in-sample mean, two decimals); "
+                                         "caopd.methods.SAMPLING_SCHEMES", default=None)
+    rollout_sampling: str | None = option("how training rollouts are sampled: 'eval' (the evaluation's temperature and "
+                                          "top-p, so mu_hat is the deployed policy's success rate) or 'paper' (Table 6's "
+                                          "training temperature 1.0)", default=None)
+    backend: str = option("evaluation backend: 'auto', 'transformers' or 'vllm'", default='auto')
+    elicit: bool | None = option("also ask for a confidence after each test completion (transformers only)", default=None)
+    evaluations: bool = option("evaluate the start and the trained model (caopd-train, nbs/train.ipynb); False: train "
                             "only (the folder is then not finished: no metrics.json)", default=True)
-    use_vllm: bool | None = _h("vLLM for training rollouts", default=None)
-    vllm_mode: str = _h("'colocate' (vLLM shares the training GPUs) or 'server' (`trl vllm-serve` on GPUs of its own)",
-                        default='colocate')
-    vllm_server_gpus: int = _h("server mode: the GPUs `trl vllm-serve` takes (the node's last ones; its tensor "
-                               "parallelism); training runs on the others", default=1)
-    num_processes: int | None = _h("training processes; None: one per visible GPU (the paper's 4 for preset "
-                                   "'paper' without a GPU), 1 on CPU; >1 launches accelerate (GPU) or torchrun (CPU)",
-                                   default=None)
-    lora_r: int | None = _h("LoRA rank (PEFT adapters on all linear layers); None: full fine-tuning", default=None)
-    fsdp_offload: bool = _h("FSDP2 CPU offload (accelerate's fsdp_offload_params): the sharded weights, gradients, "
-                            "optimizer states and teacher in host RAM, so Qwen3-14B and 32B fit the paper's node, at "
-                            "the cost of slower steps (ours; the paper does not say how it fit them)", default=False)
-    gpu: str = _h("GPU type for the memory plan: 'auto' (the visible one; H200 for preset 'paper' without a GPU), "
-                  "a name of caopd.preflight.GPUS, or 'cpu'", default='auto')
-    dtype: str = _h("compute dtype of training (bf16 mixed precision or float32) and evaluation (the weights): 'auto' "
-                    "(bfloat16 on a GPU, float32 on CPU), 'bfloat16' (a GPU's numbers on a CPU) or 'float32'", default='auto')
-    save_steps: int | None = _h("checkpoint every this many steps (resume starts from the last one)", default=None)
-    resume: bool = _h("resume from the last checkpoint in the run folder's trainer/ when there is one; a finished "
-                      "training is not trained again. False: train the run again from its start (its checkpoints, "
-                      "trained model and after-training evaluation are removed; the warm-up is kept)", default=True)
-    report_to: str = _h("trackers, as in transformers: 'none', 'wandb', 'tensorboard', 'trackio', 'all'",
-                        default='none')
-    run_name: str | None = _h("the run's name for trackers (default: the run folder's name)", default=None)
-    push_to_hub: bool = _h("push the checkpoints and the trained model to the Hugging Face Hub", default=False)
-    hub_model_id: str | None = _h("the Hub repository to push to", default=None)
-    trainer_overrides: dict | str | None = _h("other fields of the method's TRL config, as a dict or its JSON",
+    use_vllm: bool | None = option("vLLM for training rollouts", default=None)
+    vllm_mode: str = option("'colocate' (vLLM shares the training GPUs) or 'server' (`trl vllm-serve` on GPUs of its own)",
+                            default='colocate')
+    vllm_server_gpus: int = option("server mode: the GPUs `trl vllm-serve` takes (the node's last ones; its tensor "
+                                   "parallelism); training runs on the others", default=1)
+    num_processes: int | None = option("training processes; None: one per visible GPU (the paper's 4 for preset "
+                                       "'paper' without a GPU), 1 on CPU; >1 launches accelerate (GPU) or torchrun (CPU)",
+                                       default=None)
+    lora_r: int | None = option("LoRA rank (PEFT adapters on all linear layers); None: full fine-tuning", default=None)
+    fsdp_offload: bool = option("FSDP2 CPU offload (accelerate's fsdp_offload_params): the sharded weights, gradients, "
+                                "optimizer states and teacher in host RAM, so Qwen3-14B and 32B fit the paper's node, at "
+                                "the cost of slower steps (ours; the paper does not say how it fit them)", default=False)
+    gpu: str = option("GPU type for the memory plan: 'auto' (the visible one; H200 for preset 'paper' without a GPU), "
+                      "a name of caopd.preflight.GPUS, or 'cpu'", default='auto')
+    dtype: str = option("compute dtype of training (bf16 mixed precision or float32) and evaluation (the weights): 'auto' "
+                        "(bfloat16 on a GPU, float32 on CPU), 'bfloat16' (a GPU's numbers on a CPU) or 'float32'", default='auto')
+    save_steps: int | None = option("checkpoint every this many steps (resume starts from the last one)", default=None)
+    resume: bool = option("resume from the last checkpoint in the run folder's trainer/ when there is one; a finished "
+                          "training is not trained again. False: train the run again from its start (its checkpoints, "
+                          "trained model and after-training evaluation are removed; the warm-up is kept)", default=True)
+    report_to: str = option("trackers, as in transformers: 'none', 'wandb', 'tensorboard', 'trackio', 'all'",
+                            default='none')
+    run_name: str | None = option("the run's name for trackers (default: the run folder's name)", default=None)
+    push_to_hub: bool = option("push the checkpoints and the trained model to the Hugging Face Hub", default=False)
+    hub_model_id: str | None = option("the Hub repository to push to", default=None)
+    trainer_overrides: dict | str | None = option("other fields of the method's TRL config, as a dict or its JSON",
                                                default=None)
-    save_model: bool = _h("keep the trained weights in out/checkpoint after the notebook's evaluation (CT's init_from "
-                          "needs them); caopd.train always saves them", default=True)
-    seed: int = _h("seed of training and evaluation sampling", default=0)
-    data_dir: str | None = _h("data folder (None: $CAOPD_DATA_DIR or ../shared/data)", default=None)
-    out: str | None = _h("the run folder; None: runs/train/<model>-<domain>-<method>-seed<seed>, named after what "
-                         "defines the run (caopd.runfolder.run_folder)", default=None)
-    overwrite: bool = _h("the run folder holds another run: move it aside to <out>.replaced-<time> (kept whole) and "
-                         "start this run there; without it such a run is refused, naming what differs", default=False)
-    dry_run: bool = _h("build every config, print the launch command and the memory plan, and stop", default=False)
+    save_model: bool = option("keep the trained weights in out/checkpoint after the notebook's evaluation (CT's init_from "
+                              "needs them); caopd.train always saves them", default=True)
+    seed: int = option("seed of training and evaluation sampling", default=0)
+    data_dir: str | None = option("data folder (None: $CAOPD_DATA_DIR or ../shared/data)", default=None)
+    out: str | None = option("the run folder; None: runs/train/<model>-<domain>-<method>-seed<seed>, named after what "
+                             "defines the run (caopd.runfolder.run_folder)", default=None)
+    overwrite: bool = option("the run folder holds another run: move it aside to <out>.replaced-<time> (kept whole) and "
+                             "start this run there; without it such a run is refused, naming what differs", default=False)
+    dry_run: bool = option("build every config, print the launch command and the memory plan, and stop", default=False)
 
     def __post_init__(self): check_run(self)  # RUN_RULES, below: a bad value is refused before any work
 

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 # %% auto #0
 __all__ = ['boolean', 'nonempty', 'BOOLEANS', 'Refusal', 'one_line', 'refusals', 'Rule', 'integer', 'real', 'one_of', 'named',
-           'check_value', 'check_fields', 'json_object', 'to_bool', 'unknown_refusal', 'Parser', 'add_flag',
+           'check_value', 'check_fields', 'json_object', 'to_bool', 'unknown_refusal', 'Parser', 'add_flag', 'option',
            'dataclass_parser', 'function_parser', 'command']
 
 # %% ../nbs/00a_cli.ipynb #c005
@@ -196,7 +196,13 @@ def add_flag(parser:Parser, # the command's parser
                               default=default, metavar=kind.__name__.upper(), help=help)
 
 # %% ../nbs/00a_cli.ipynb #c015
-def dataclass_parser(cls, # a dataclass whose fields carry their help in `metadata['help']`
+def option(help:str, # one line of help, shown by `caopd-... --help` and kept in the field's metadata, as TRL's configs keep it
+           **kw, # `dataclasses.field`'s keywords (`default`, `default_factory`)
+          ):
+    "A dataclass field with its help, for `dataclass_parser`."
+    return dataclasses.field(metadata={'help': help}, **kw)
+
+def dataclass_parser(cls, # a dataclass whose fields carry their help in `metadata['help']` (`option`)
                      prog:str, # the command's name
                      description:str|None=None, # what the command does
                     ) -> Parser:

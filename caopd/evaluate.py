@@ -8,7 +8,7 @@ import dataclasses, hashlib, json, logging, math, sys, time
 from pathlib import Path
 from .io import atomic_write, markdown_table, read_json, read_jsonl, write_json
 from .io import append_jsonl, write_jsonl
-from .cli import Refusal, check_fields, dataclass_parser, integer, json_object, named, nonempty, one_of, real, refusals
+from .cli import Refusal, check_fields, dataclass_parser, option, integer, json_object, named, nonempty, one_of, real, refusals
 from .confidence import parse_confidence
 from .data import PAPER_DOMAINS, check_domain, load_domain
 from .generation import (BACKENDS, _generate_batches, generate, generate_openai, generate_vllm, api_base_url,
@@ -201,39 +201,37 @@ def open_run(out,  # the run folder
     return kept_records(path)
 
 # %% ../nbs/10_evaluate.ipynb #ev_args1
-def _h(text, **kw): return dataclasses.field(metadata={'help': text}, **kw)
-
 @dataclasses.dataclass
 class EvalArguments:
     "An evaluation's options: `evaluate`'s keywords, `caopd-evaluate`'s flags, `nbs/evaluate.ipynb`'s parameters."
-    model: str = _h("model name, Hugging Face id, local checkpoint folder, or 'openai:<name>'", default='smollm2-135m-instruct')
-    domain: str = _h("'chemistry', 'tooluse' or 'arithmetic' (ours)", default='chemistry')
-    split: str = _h("dataset split", default='test')
-    limit: int | None = _h("evaluate only the first `limit` prompts of the split (None or 0: all)", default=None)
-    n_samples: int = _h("samples per prompt (Table 6 validation: 8)", default=1)
-    temperature: float = _h("sampling temperature (Table 6 validation: 0.6)", default=0.6)
-    top_p: float = _h("nucleus mass (Table 6 validation: 0.95)", default=0.95)
-    max_new_tokens: int = _h("generation budget per sample", default=512)
-    batch_size: int = _h("sequences per generation batch (transformers)", default=32)
-    out: str | None = _h("folder to write records, report and figures into (None: write nothing); run again to resume",
-                         default=None)
-    data_dir: str | None = _h("data folder (None: $CAOPD_DATA_DIR or ../shared/data)", default=None)
-    seed: int = _h("sampling seed (torch; vLLM's engine and requests; sent to the API as `seed`)", default=0)
-    backend: str = _h("'auto', 'transformers', 'vllm' or 'openai' (`caopd.generation.resolve_backend`)", default='auto')
-    base_url: str | None = _h("openai backend: the endpoint (None: $OPENAI_BASE_URL, else OpenAI's)", default=None)
-    workers: int = _h("openai backend: concurrent requests", default=8)
-    timeout: float = _h("openai backend: seconds a request may take before it is abandoned (and retried)", default=600)
-    max_retries: int = _h("openai backend: retries of timeouts, rate limits and 5xx errors", default=5)
-    api_kwargs: dict | str | None = _h("openai backend: more chat.completions.create arguments, a dict or its JSON "
-                                       "({\"seed\": null}: send no seed)", default=None)
-    tensor_parallel_size: int = _h("vllm backend: GPUs the engine shards the model over", default=1)
-    max_model_len: int | None = _h("vllm backend: the engine's context length (None: the model's)", default=None)
-    overwrite: bool = _h("start `out` over (delete its earlier records) instead of resuming it", default=False)
-    dtype: str | None = _h("transformers backend: the weights' dtype, 'bfloat16' or 'float32' (None: bfloat16 on a "
-                           "GPU, float32 on CPU)", default=None)
-    readout: bool = _h("also read each answer's expected stated confidence (ours; `caopd.readout`), beside the stated one",
-                       default=True)
-    readout_decimals: int = _h("most decimals of the values it is read over (a trained run's confidence_decimals)", default=2)
+    model: str = option("model name, Hugging Face id, local checkpoint folder, or 'openai:<name>'", default='smollm2-135m-instruct')
+    domain: str = option("'chemistry', 'tooluse' or 'arithmetic' (ours)", default='chemistry')
+    split: str = option("dataset split", default='test')
+    limit: int | None = option("evaluate only the first `limit` prompts of the split (None or 0: all)", default=None)
+    n_samples: int = option("samples per prompt (Table 6 validation: 8)", default=1)
+    temperature: float = option("sampling temperature (Table 6 validation: 0.6)", default=0.6)
+    top_p: float = option("nucleus mass (Table 6 validation: 0.95)", default=0.95)
+    max_new_tokens: int = option("generation budget per sample", default=512)
+    batch_size: int = option("sequences per generation batch (transformers)", default=32)
+    out: str | None = option("folder to write records, report and figures into (None: write nothing); run again to resume",
+                             default=None)
+    data_dir: str | None = option("data folder (None: $CAOPD_DATA_DIR or ../shared/data)", default=None)
+    seed: int = option("sampling seed (torch; vLLM's engine and requests; sent to the API as `seed`)", default=0)
+    backend: str = option("'auto', 'transformers', 'vllm' or 'openai' (`caopd.generation.resolve_backend`)", default='auto')
+    base_url: str | None = option("openai backend: the endpoint (None: $OPENAI_BASE_URL, else OpenAI's)", default=None)
+    workers: int = option("openai backend: concurrent requests", default=8)
+    timeout: float = option("openai backend: seconds a request may take before it is abandoned (and retried)", default=600)
+    max_retries: int = option("openai backend: retries of timeouts, rate limits and 5xx errors", default=5)
+    api_kwargs: dict | str | None = option("openai backend: more chat.completions.create arguments, a dict or its JSON "
+                                           "({\"seed\": null}: send no seed)", default=None)
+    tensor_parallel_size: int = option("vllm backend: GPUs the engine shards the model over", default=1)
+    max_model_len: int | None = option("vllm backend: the engine's context length (None: the model's)", default=None)
+    overwrite: bool = option("start `out` over (delete its earlier records) instead of resuming it", default=False)
+    dtype: str | None = option("transformers backend: the weights' dtype, 'bfloat16' or 'float32' (None: bfloat16 on a "
+                               "GPU, float32 on CPU)", default=None)
+    readout: bool = option("also read each answer's expected stated confidence (ours; `caopd.readout`), beside the stated one",
+                           default=True)
+    readout_decimals: int = option("most decimals of the values it is read over (a trained run's confidence_decimals)", default=2)
     def __post_init__(self):  # EVALUATE_RULES: a bad value is refused here, before any work
         if self.limit == 0: self.limit = None  # 0: every prompt, as a run's eval_limit
         self.api_kwargs = json_object(self.api_kwargs, 'api_kwargs', '{"reasoning_effort": "low"}')
