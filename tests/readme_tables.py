@@ -1,23 +1,27 @@
-"""The README's tables, each built from the committed outputs it quotes: nothing in a README table is typed in.
+"""The tables of the README and of the pages in `docs/`, each built from the committed outputs it quotes: nothing in a
+table there is typed in, nor any number in the README.
 
-README.md holds each table between cog markers (cogapp, https://nedbatchelder.com/code/cog):
+README.md and docs/*.md hold each table between cog markers (cogapp, https://nedbatchelder.com/code/cog):
 
     <!-- [[[cog import readme_tables as t; t.out(t.laptop_pooled())]]] -->
     | ... the table, written by cog ... |
     <!-- [[[end]]] -->
 
 `tests/test_readme_tables.py` fails when a table differs from what these functions give now. After the outputs change
-(a new run, a benchmark run again), write the tables again from the repository root:
+(a new run, a benchmark run again, a notebook renamed or described anew), write the tables again from the repository
+root:
 
-    .ci/env cog -r -I tests README.md
+    .ci/env cog -r -I tests README.md docs/*.md
 
 The sources: the laptop grid's tables (`figures/arithmetic/*.csv` and `summary.md`, which `tests/test_seeds.py`
-remakes from the runs in `figures/runs/cpu/`; `figures/gpu/summary.md` likewise from `figures/runs/gpu/`), the Chemistry
-L3 runs' evaluation records (`figures/runs/cpu/chemistry-*/eval/`, whose metrics are recomputed here), the memory plans
-of the recipes and the paper's grid (`caopd.runs.nodes_report`), and the benchmarks' committed outputs beside their
-scripts (`tests/benchmarks/estimators_outcomes.json`, `tests/benchmarks/adaptive_rollouts.json`).
+remakes from the runs in `figures/runs/cpu/`; `figures/gpu/summary.md` likewise from `figures/runs/gpu/`, and
+`figures/gpu-readout/` from `figures/runs/gpu-readout/`), the Chemistry L3 runs' evaluation records
+(`figures/runs/cpu/chemistry-*/eval/`, whose metrics are recomputed here), the memory plans of the recipes and the
+paper's grid (`caopd.runs.nodes_report`), the benchmarks' committed outputs beside their scripts
+(`tests/benchmarks/estimators_outcomes.json`, `tests/benchmarks/adaptive_rollouts.json`), and the notebooks' own
+title cells (the README's reading order, the reproduce notebooks of `docs/paper-tables.md`).
 """
-import functools, json, sys, textwrap
+import functools, json, re, sys, textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -28,7 +32,13 @@ ARITHMETIC = ROOT/'figures'/'arithmetic'
 RUNS = ROOT/'figures'/'runs'/'cpu'
 START = 'warmed start (before)'  # the row of a run's start in every table
 
-if str(BENCHMARKS) not in sys.path: sys.path.insert(0, str(BENCHMARKS))  # the benchmarks' own table functions
+
+
+def _benchmark(name:str):
+    "A benchmark's module from `tests/benchmarks` (its own table functions), importable whatever cog left of sys.path."
+    import importlib
+    if str(BENCHMARKS) not in sys.path: sys.path.insert(0, str(BENCHMARKS))
+    return importlib.import_module(name)
 
 
 def out(text:str):
@@ -239,19 +249,18 @@ def chemistry_tasc() -> str:
 
 @functools.cache
 def _estimator_results() -> dict:
-    import estimators as bench
+    bench = _benchmark('estimators')
     return bench.results(bench.load_outcomes())
 
 
 def estimators() -> str:
     "The estimator benchmark's lines on its draw, its table and its verdict, recomputed from its committed outcomes."
-    import estimators as bench
-    return bench.readme_text(_estimator_results())
+    return _benchmark('estimators').readme_text(_estimator_results())
 
 
 def adaptive() -> str:
     "The adaptive-allocation benchmark's table, from its committed per-step measurements, and what it saved."
-    import adaptive_rollouts as bench
+    bench = _benchmark('adaptive_rollouts')
     data = bench.load_steps()
     a, early = bench.summary(data)['adaptive 4->8'], _estimator_results()['rows']['early-stopped k0=4 -> K=8']
     return bench.readme_table(data) + '\n' + textwrap.fill(
@@ -302,3 +311,91 @@ def cascade(folder:str='gpu-readout', share:float=0.25) -> str:
     return _table(['small model (routed on)', 'accuracy', 'random routing', 'gain over random'],
                   [[m, f"{a:.3f} {ai}", f"{r:.3f}", f"{g:+.3f} {gi}"] for m, a, ai, r, g, gi in
                    t[['small model', 'accuracy', 'accuracy interval', 'random routing', 'gain', 'gain interval']].values])
+
+
+# --- the README's headline: stated against expected confidence, pooled over seeds ---
+
+HEADLINE = {'arithmetic': ['start', 'SDFT', 'CaOPD (SDFT)'],  # the rows, as figures/<folder>/readout.csv names them
+            'gpu-readout': ['start of CaOPD (SDFT)', 'SDFT', 'CaOPD (SDFT)']}
+
+
+def headline(folder:str) -> str:
+    """The few columns that say the headline of a seeded grid: accuracy (`seeds.csv`), and AUROC and ECE by the stated
+    and the expected confidence (`readout.csv`), each pooled over its seeds with intervals over seeds and questions."""
+    seeds = pd.read_csv(ROOT/'figures'/folder/'seeds.csv', dtype={'seed': str})
+    readout = pd.read_csv(ROOT/'figures'/folder/'readout.csv')
+    rows = []
+    for m in HEADLINE[folder]:
+        s, r = _row(seeds, method=m, seed='all'), _row(readout, method=m)
+        k = (seeds[seeds.method == m].seed != 'all').sum()
+        if r['n'] != s['n']: raise ValueError(f'{folder}: {m} pools {r["n"]} answers in readout.csv, {s["n"]} in seeds.csv')
+        label = 'start (before training)' if m.startswith('start') else m
+        rows.append([label, f"{k} x {s['n'] // k}", ci(s, 'accuracy'), r['auroc stated'], r['auroc expected'],
+                     r['ece stated'], r['ece expected']])
+    return _table(['method', 'seeds x questions', 'accuracy', 'AUROC stated', 'AUROC expected (ours)', 'ECE stated',
+                   'ECE expected (ours)'], rows)
+
+
+def headline_checks(folder:str) -> str:
+    "One sentence: how many of the expected readout's checks hold for CaOPD (SDFT) (`readout_checks.csv`), and which fail."
+    t = pd.read_csv(ROOT/'figures'/folder/'readout_checks.csv')
+    t = t[t.method == 'CaOPD (SDFT)']
+    failed = [c.split(' (')[0].replace(': ', ' ') for c, ok in t[['check', 'holds']].values if not ok]
+    text = f"{int(t.holds.sum())} of {len(t)} checks of CaOPD (SDFT)'s expected confidence hold (`figures/{folder}/readout_checks.md`)"
+    return textwrap.fill(text + (f"; not: {'; '.join(failed)}." if failed else '.'), 118) + '\n'
+
+
+# --- the notebooks, from their own title cells ---
+
+NBS = ROOT/'nbs'
+
+
+def title_cell(nb:Path) -> tuple[str, str]:
+    "A notebook's title (`# ...`) and description (`> ...`), from its first markdown cell."
+    cells = json.loads(nb.read_text())['cells']
+    lines = ''.join(next(c for c in cells if c['cell_type'] == 'markdown')['source']).splitlines()
+    title = next((l[2:].strip() for l in lines if l.startswith('# ')), '')
+    description = ' '.join(l[1:].strip() for l in lines if l.startswith('>'))
+    if not title or not description: raise ValueError(f'{nb}: its first markdown cell has no `# title` and `> description`')
+    return title, description
+
+
+def _what(title:str, description:str) -> str:
+    "A papermill notebook's row: its title, then its description without the command it ends with."
+    d = re.sub(r':\s*`[^`]*papermill [^`]*`\s*$', '', description).rstrip('.')
+    return f'{title}. {d}'
+
+
+def _module(nb:Path) -> str | None:
+    "The module a library notebook exports (`#| default_exp`), or None for a papermill notebook (a `parameters` cell)."
+    cells = json.loads(nb.read_text())['cells']
+    for c in cells:
+        m = re.match(r'#\|\s*default_exp\s+(\w+)', ''.join(c['source']))
+        if c['cell_type'] == 'code' and m: return m.group(1)
+    if any('parameters' in c.get('metadata', {}).get('tags', []) for c in cells): return None
+    raise ValueError(f'{nb} is neither a library notebook (`#| default_exp`) nor a papermill one (a `parameters` cell)')
+
+
+def notebooks(prefix:str='') -> str:
+    """The notebooks in reading order, each row from the notebook's own title cell: the library notebooks in their
+    numbered order (each after the notebooks whose modules it imports), then the papermill notebooks of `nbs/`, then
+    one row for `nbs/reproduce/`. `prefix` goes before every link (`../` on a page in `docs/`)."""
+    rows = []
+    nbs = sorted(NBS.glob('*.ipynb'))
+    for nb in nbs:
+        if (mod := _module(nb)) is None: continue
+        rows.append([f'[{nb.stem}]({prefix}nbs/{nb.name})', f'`caopd.{mod}`', title_cell(nb)[1]])
+    for nb in nbs:
+        if _module(nb) is None: rows.append([f'[{nb.stem}]({prefix}nbs/{nb.name})', '(papermill)', _what(*title_cell(nb))])
+    rows.append([f'[reproduce/]({prefix}docs/paper-tables.md)', '(papermill)',
+                 f'Every table and figure of the paper, one notebook each ({len(list((NBS/"reproduce").glob("*.ipynb")))}), '
+                 f'from run folders'])
+    return _table(['notebook', 'module', 'what it holds'], rows)
+
+
+def reproduce_notebooks(prefix:str='../') -> str:
+    "The reproduce notebooks, each row from its own title cell, with the figure and table files it writes."
+    rows = []
+    for nb in sorted((NBS/'reproduce').glob('*.ipynb')):
+        rows.append([f'[{nb.stem}]({prefix}nbs/reproduce/{nb.name})', _what(*title_cell(nb))])
+    return _table(['notebook', 'what it makes'], rows)

@@ -78,6 +78,6 @@ def test_readme_lists_every_module_notebook_in_reading_order():
         exp = [''.join(c['source']).split()[-1] for c in cells if ''.join(c['source']).startswith('#| default_exp')]
         if exp: have.append((f'nbs/{p.name}', f'caopd.{exp[0]}'))
     readme = (PACKAGE.parent/'README.md').read_text()
-    listed = re.findall(r'^\| `(nbs/[^`]+\.ipynb)` \| `(caopd\.\w+)` \|', readme, re.M)
+    listed = re.findall(r'^\| \[\w+\]\((nbs/[^)]+\.ipynb)\) \| `(caopd\.\w+)` \|', readme, re.M)
     assert listed == have
     assert {m for _, m in have} == {f'caopd.{m}' for m in _modules()}  # every module has its notebook

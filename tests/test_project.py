@@ -35,11 +35,13 @@ def test_package_matches_notebooks(tmp_path):
 
 
 def test_readme_papermill_commands_create_their_output_folder():
-    "papermill does not create the output notebook's folder: every README papermill command makes it first (mkdir -p)."
+    """papermill does not create the output notebook's folder: every papermill command of the README and of the pages
+    in docs/ makes it first (mkdir -p)."""
     import re, shlex
-    lines = (ROOT/'README.md').read_text().replace('\\\n', ' ').splitlines()
+    pages = [ROOT/'README.md', *sorted((ROOT/'docs').glob('*.md'))]
+    lines = [l for p in pages for l in p.read_text().replace('\\\n', ' ').splitlines()]
     cmds = [l for l in lines if re.search(r'\bpapermill nbs/\S+\.ipynb', l)]
-    assert cmds, 'the README shows no papermill command'
+    assert len(cmds) > 5, 'the README and docs/ show no papermill command'
     for line in cmds:
         words = shlex.split(line)
         out = Path(words[words.index('papermill') + 2])
@@ -63,6 +65,6 @@ def test_notebooks_are_numbered_in_the_order_they_import_each_other():
         imported = set(re.findall(r'from \.(\w+) import', src)) | set(re.findall(r'(?:from|import) caopd\.(\w+)', src))
         late += [(stem, module_of[i]) for i in imported if i in module_of and i != mod and module_of[i] > stem]
     assert late == [], f'notebook imports a later one (renumber it): {late}'
-    readme = (ROOT/'README.md').read_text()
-    listed = [s for s in re.findall(r'^\| `nbs/(\w+)\.ipynb` \| `caopd', readme, re.M)]
+    readme = (ROOT/'README.md').read_text()  # its table is generated (tests/readme_tables.py), checked current by cog
+    listed = re.findall(r'^\| \[\w+\]\(nbs/(\w+)\.ipynb\) \| `caopd', readme, re.M)
     assert listed == sorted(module_of.values()), listed

@@ -104,18 +104,20 @@ def test_the_gpu_grid_remakes_the_committed_gpu_runs():
 
 
 def test_the_readme_gpu_section_quotes_the_tables():
-    "README 'On one GPU' quotes figures/gpu/summary.md whole, and every other number it gives is in the committed tables."
-    readme = (ROOT/'README.md').read_text()
-    start = readme.index('\n## On one GPU\n')
-    section = readme[start:readme.index('\n## ', start + 1)]
+    """docs/results-gpu.md, 'The main job and the larger budgets' (the README's 'On one GPU' until issue 40) quotes
+    figures/gpu/summary.md whole, and every other number it gives is in the committed tables."""
+    readme = (ROOT/'docs'/'results-gpu.md').read_text()
+    start = readme.index('\n## The main job and the larger budgets (before the readout)\n')
+    end = readme.find('\n## ', start + 1)
+    section = readme[start:end if end >= 0 else None]  # to the next section, or the page's end
     summary = (GPU/'summary.md').read_text()
-    assert summary in section, 'README "On one GPU" does not quote figures/gpu/summary.md as it is: paste it again'
+    assert summary in section, 'docs/results-gpu.md does not quote figures/gpu/summary.md as it is: paste it again'
     prose = section.replace(summary, '')
     tables = ''.join(p.read_text() for d in (GPU, COMMITTED) for p in sorted(d.glob('*.md')))
     numbers = re.findall(r'(?<![\d.])-?[01]\.\d\d(?!\d|\.\d)', prose) + re.findall(r'\[-?[01]\.\d\d, -?[01]\.\d\d\]', prose)
     assert len(numbers) > 50, len(numbers)
     missing = sorted({n for n in numbers if n not in tables})
-    assert not missing, f'README "On one GPU" gives numbers no table of figures/gpu or figures/arithmetic holds: {missing}'
+    assert not missing, f'docs/results-gpu.md gives numbers no table of figures/gpu or figures/arithmetic holds: {missing}'
 
 
 @pytest.mark.slow
@@ -135,11 +137,12 @@ def test_an_earlier_runs_tables_are_not_left_beside(tmp_path):
 
 
 def test_the_readme_graded_section_quotes_the_tables():
-    """README 'A graded confidence on a laptop' (issue 30, item 3): its table lines are lines of the committed
-    figures/arithmetic tables, and every number its prose gives is in them."""
-    readme = (ROOT/'README.md').read_text()
+    """docs/results-laptop.md, 'A graded confidence on a laptop' (issue 30, item 3; in the README until issue 40): its
+    table lines are lines of the committed figures/arithmetic tables, and every number its prose gives is in them."""
+    readme = (ROOT/'docs'/'results-laptop.md').read_text()
     start = readme.index('\n## A graded confidence on a laptop (ours)\n')
-    section = readme[start:readme.index('\n## ', start + 1)]
+    end = readme.find('\n## ', start + 1)
+    section = readme[start:end if end >= 0 else None]  # to the next section, or the page's end
     tables = {line for p in sorted(COMMITTED.glob('*.md')) for line in p.read_text().splitlines()}
     rows = [line for line in section.splitlines() if line.startswith('|')]
     assert len(rows) >= 8 and any('format_warmup=graded' in r for r in rows), rows
