@@ -329,7 +329,7 @@ def headline(folder:str) -> str:
         s, r = _row(seeds, method=m, seed='all'), _row(readout, method=m)
         k = (seeds[seeds.method == m].seed != 'all').sum()
         if r['n'] != s['n']: raise ValueError(f'{folder}: {m} pools {r["n"]} answers in readout.csv, {s["n"]} in seeds.csv')
-        label = 'start (before training)' if m.startswith('start') else m
+        label = 'start (before training)' if m == 'start' else m  # on the GPU: 'start of CaOPD (SDFT)', its own seeds
         rows.append([label, f"{k} x {s['n'] // k}", ci(s, 'accuracy'), r['auroc stated'], r['auroc expected'],
                      r['ece stated'], r['ece expected']])
     return _table(['method', 'seeds x questions', 'accuracy', 'AUROC stated', 'AUROC expected (ours)', 'ECE stated',
