@@ -13,7 +13,7 @@ from .cli import (Refusal, boolean, check_fields, dataclass_parser, option, inte
 from .data import check_domain
 from .generation import BACKENDS
 from .methods import SAMPLING_SCHEMES, check_method
-from .preflight import GPUS
+from .memory import GPUS
 from .runfolder import RunFolder, is_run
 
 # %% auto #0
@@ -23,7 +23,7 @@ __all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'DTYPES', 'R
 # %% ../nbs/11a_arguments.ipynb #c006
 PRESETS = {
     # micro-batch 1 (not in the paper, ours): at 8192 response tokens the float32 logits of 8 completions over Qwen3's
-    # 152k vocabulary alone take about 150 GiB per GPU (caopd.preflight.memory_plan); gradient accumulation keeps the
+    # 152k vocabulary alone take about 150 GiB per GPU (caopd.memory.memory_plan); gradient accumulation keeps the
     # paper's question batch of 32 x K = 8 completions per optimizer step
     'paper': dict(domain='chemistry', K=8, learning_rate=1e-5, max_steps=-1, num_train_epochs=1,  # epochs: not in the paper (ours)
                   prompts_per_step=32, per_device_train_batch_size=1, max_completion_length=8192, n_train=0,
@@ -50,7 +50,7 @@ PRESETS = {
                                                 # the activations would cost about a third of every step
 }
 ROLLOUT_SAMPLING = ('eval', 'paper')  # training rollouts sampled as the evaluation samples, or as Table 6 trains
-PAPER_NODE_GPUS = 4  # the paper's node (appendix "Compute Infrastructure"): four H200 GPUs; caopd.preflight.PAPER_NODE
+PAPER_NODE_GPUS = 4  # the paper's node (appendix "Compute Infrastructure"): four H200 GPUs (caopd.memory.GPUS)
 
 # %% ../nbs/11a_arguments.ipynb #c008
 @dataclass
@@ -111,7 +111,7 @@ class RunArguments:
                                 "optimizer states and teacher in host RAM, so Qwen3-14B and 32B fit the paper's node, at "
                                 "the cost of slower steps (ours; the paper does not say how it fit them)", default=False)
     gpu: str = option("GPU type for the memory plan: 'auto' (the visible one; H200 for preset 'paper' without a GPU), "
-                      "a name of caopd.preflight.GPUS, or 'cpu'", default='auto')
+                      "a name of caopd.memory.GPUS, or 'cpu'", default='auto')
     dtype: str = option("compute dtype of training (bf16 mixed precision or float32) and evaluation (the weights): 'auto' "
                         "(bfloat16 on a GPU, float32 on CPU), 'bfloat16' (a GPU's numbers on a CPU) or 'float32'", default='auto')
     save_steps: int | None = option("checkpoint every this many steps (resume starts from the last one)", default=None)
@@ -177,7 +177,7 @@ RUN_RULES = {  # field: (rule, why); None (the preset's value) always passes
     'vllm_mode': (one_of('colocate', 'server'), "TRL's two vLLM modes"),
     'num_processes': (integer(1), 'None: one per visible GPU'), 'lora_r': (integer(1), 'None: full fine-tuning'),
     'vllm_server_gpus': (integer(1), 'GPUs of the vLLM server in server mode'),
-    'gpu': (one_of('auto', 'cpu', *GPUS), 'the GPUs caopd.preflight has memory figures for'),
+    'gpu': (one_of('auto', 'cpu', *GPUS), 'the GPUs caopd.memory has memory figures for'),
     'save_steps': (integer(1), 'optimizer steps between checkpoints'),
     'seed': (integer(0), 'numpy and torch take seeds >= 0'), 'out': (nonempty, 'the run folder'),
     **{f: (boolean, '') for f in ('gradient_checkpointing', 'elicit', 'evaluations', 'use_vllm', 'fsdp_offload', 'resume', 'push_to_hub', 'save_model',
@@ -211,9 +211,9 @@ def resolve_settings(run:RunArguments) -> dict:
     from caopd.data import check_domain
     from caopd.provenance import check_no_credentials
     from caopd.evaluate import protocol
-    from caopd.preflight import version_table
+    from caopd.machine import version_table
     from caopd.runfolder import run_folder
-    from caopd.preflight import NoGPUError, cpu_refusal, cpu_sized, gpu_refusal
+    from caopd.machine import NoGPUError, cpu_refusal, cpu_sized, gpu_refusal
     gpu = torch.cuda.is_available()
     preset = run.preset
     if preset == 'auto':  # by the model, on any machine: the laptop settings for what they can train, else the paper's

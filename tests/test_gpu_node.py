@@ -39,7 +39,7 @@ def test_the_paper_preset_without_a_gpu_is_refused_before_any_work(tmp_path):
 def test_the_plan_reads_the_overrides_its_fixes_name(node):
     "Following the plan's own advice moves the plan: bf16 weights, a smaller vLLM share, sleep mode, set as trainer_overrides."
     from caopd.arguments import RunArguments, resolve_settings
-    from caopd.plan import run_memory_plan
+    from caopd.memory import run_memory_plan
     node(1)
     def total(overrides=None):
         run = RunArguments(model='Qwen3-8B', preset='paper', lora_r=64, dry_run=True, trainer_overrides=overrides)
@@ -53,9 +53,9 @@ def test_the_plan_reads_the_overrides_its_fixes_name(node):
 def test_refusals_offer_only_what_the_node_has(node, capsys):
     "On one H100 the 8B refusal offers no second GPU, and two processes are refused: rank 1 would ask for a cuda:1 that is not there."
     from caopd.cli import Refusal
-    from caopd.preflight import MemoryPlanError
+    from caopd.memory import MemoryPlanError
     from caopd.arguments import RunArguments, resolve_settings
-    from caopd.plan import check_plan
+    from caopd.memory import check_plan
     node(1)
     settings = resolve_settings(RunArguments(model='Qwen3-8B', use_vllm=False))
     with pytest.raises(MemoryPlanError) as e: check_plan(settings)
@@ -120,7 +120,7 @@ def test_the_plan_reads_the_gpus_memory_from_the_device(monkeypatch, node):
     "An A100 of 40 GB is planned as 40 GB (its name alone used to plan it as the 80 GB one)."
     import torch
     from caopd.arguments import RunArguments, resolve_settings
-    from caopd.plan import run_memory_plan
+    from caopd.memory import run_memory_plan
     node(1)
     monkeypatch.setattr(torch.cuda, 'get_device_name', lambda i=0: 'NVIDIA A100-SXM4-40GB')
     monkeypatch.setattr(torch.cuda, 'get_device_properties', lambda i=0: SimpleNamespace(total_memory=40 * 2 ** 30))

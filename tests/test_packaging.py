@@ -57,7 +57,7 @@ def test_vllm_extra_is_the_range_trl_supports():
     effective = _vllm_ranges(ours) | (trl if any(r.name == 'trl' and 'vllm' in r.extras for r in ours) else set())
     assert effective == trl, (f"settings.ini's vllm_requirements give vllm {effective or 'unbounded'}; TRL "
                               f"{md.version('trl')} supports {trl}: use `trl[vllm]` (TRL's own extra)")
-    from caopd.preflight import declared_ranges  # and the version table reads the same range
+    from caopd.machine import declared_ranges  # and the version table reads the same range
     assert {s for s, _ in declared_ranges()['vllm']} == trl
 
 

@@ -155,7 +155,7 @@ def test_grid_covers_ood_and_ct_for_both_models(grid):
 
 def test_every_paper_run_plans_on_the_node(grid):
     "Each run of the paper's grid fits four H200s as configured, Qwen3-14B and 32B included (FSDP2 CPU offload)."
-    from caopd.plan import plan_row
+    from caopd.runs import plan_row
     assert any('Qwen3-32B' in n for n in grid) and any('Qwen3-14B' in n for n in grid)
     for name in grid:
         r = plan_row(name, grid[name], fixes=False)

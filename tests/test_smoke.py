@@ -50,7 +50,7 @@ def test_cpu_rows_pass_and_gpu_rows_are_not_run(smoke_run):
 
 def test_a_failing_row_fails_the_command(tmp_path, monkeypatch):
     "A row that ran and failed makes the exit code 1 and the table say what to send back (in-process, no training)."
-    import caopd.preflight as pf
+    import caopd.machine as pf
     from caopd import smoke
     rows = [dict(r, in_range='no') if r['package'] == 'trl' else r for r in pf.version_table()]
     monkeypatch.setattr(pf, 'version_table', lambda status=None: rows)
@@ -133,7 +133,7 @@ def test_use_vllm_false_runs_every_gpu_row_that_does_not_need_vllm(node, tmp_pat
 
 def test_versions_row_needs_vllm_only_when_it_is_used(monkeypatch, tmp_path):
     "With --use_vllm false a GPU node without vLLM passes the versions row; with vLLM on, vLLM missing fails it."
-    import caopd.preflight as pf
+    import caopd.machine as pf
     from caopd import smoke
     rows = [dict(package=p, installed='1', supported='any', in_range='yes', source='-') for p in ('torch', 'CUDA', 'trl', 'transformers')]
     monkeypatch.setattr(pf, 'version_table', lambda status=None: rows + [dict(package='vllm', installed=None, supported='any',

@@ -37,7 +37,7 @@ def _paper_runs():
 @pytest.mark.parametrize('name,params', _paper_runs(), ids=[n for n, _ in _paper_runs()])
 def test_dry_run_of_every_paper_run(name, params, tmp_path, capsys):
     "Every run of nbs/grids/paper.yaml builds its config, plans its memory on the paper's node and prints its command."
-    from caopd.preflight import MemoryPlanError
+    from caopd.memory import MemoryPlanError
     from caopd.arguments import RunArguments
     from caopd.train import dry_run
     run = RunArguments(**params, out=str(tmp_path/name), dry_run=True)
@@ -192,7 +192,7 @@ def test_a_run_folder_holds_one_run(tmp_path):
     assert "method: 'caopd-sdft' -> 'sdft'; K: 2 -> 4; max_steps: 2 -> 3" in mixed.stderr and '--overwrite true' in mixed.stderr
     other = _train('--model', tiny2, *base, '--resume', 'false')
     assert other.returncode == 2 and f"model: {tiny!r} -> {tiny2!r}" in other.stderr, other.stderr[-4000:]
-    assert 'preflight:' not in mixed.stdout + other.stdout  # refused before the warm-up, the plan or any model
+    assert 'memory plan:' not in mixed.stdout + other.stdout  # refused before the warm-up, the plan or any model
     assert all(p.read_bytes() == b for p, b in before.items())  # and nothing of the first run changed
 
     again = _train('--model', tiny, *base)  # the same run, finished: not trained again (it was 2 -> 3 -> 4 steps)

@@ -88,7 +88,7 @@ def test_the_oldest_transformers_plans_a_paper_run(old_transformers):
 
 
 def test_the_version_table_judges_by_the_range():
-    "caopd.preflight.version_table reads the range settings.ini states (through the installed metadata)."
-    from caopd.preflight import declared_ranges
+    "caopd.machine.version_table reads the range settings.ini states (through the installed metadata)."
+    from caopd.machine import declared_ranges
     assert (str(transformers_range().specifier), 'caopd') in declared_ranges()['transformers'], \
         'the installed metadata is stale: re-run .ci/env (it reinstalls when settings.ini changes)'

@@ -1,11 +1,10 @@
-"The preflight memory plan: the paper's model table, the plan's arithmetic, refusals that name fixes which fit, the paper grid."
+"The memory plan (caopd.memory): the paper's model table, the plan's arithmetic, refusals that name fixes which fit, the paper grid."
 import pytest
 
 from conftest import ROOT
-from caopd.preflight import (GIB, PAPER_MODELS, PUBLISHED_PARAMS, MemoryPlanError, ModelSpec, check_fits,
-                             memory_plan, model_spec, preflight, suggest_fixes)
-from caopd.plan import plans_markdown
-from caopd.runs import grid_plans
+from caopd.memory import (GIB, PAPER_MODELS, PUBLISHED_PARAMS, MemoryPlanError, ModelSpec, check_fits,
+                          memory_plan, model_spec, plan_model, suggest_fixes)
+from caopd.runs import grid_plans, plans_markdown
 
 Q8 = PAPER_MODELS['Qwen/Qwen3-8B']
 
@@ -98,12 +97,12 @@ def test_vllm_that_cannot_hold_its_weights_does_not_fit():
     assert plan.replan(vllm_tensor_parallel_size=2).fits
 
 
-def test_preflight_of_the_embedded_model_on_cpu():
-    plan = preflight('smollm2-135m-instruct', device='cpu', K=4, micro_batch=4, prompt_len=350, completion_len=64,
+def test_plan_model_of_the_embedded_model_on_cpu():
+    plan = plan_model('smollm2-135m-instruct', device='cpu', K=4, micro_batch=4, prompt_len=350, completion_len=64,
                      verbose=False)
     assert plan.fits and plan.parts['vllm'] == 0 and 2 < plan.total < 6
     with pytest.warns(UserWarning, match='It would fit with'):
-        assert not preflight('Qwen3-8B', device='H100', strict=False, verbose=False).fits
+        assert not plan_model('Qwen3-8B', device='H100', strict=False, verbose=False).fits
 
 
 def test_paper_grid_table():
@@ -138,7 +137,7 @@ def test_the_plan_is_not_below_the_peak_measured_on_an_h200():
     before it counted generation and the caching allocator's reserve."""
     import json
     from transformers import Qwen3Config
-    from caopd.preflight import spec_from_config
+    from caopd.memory import spec_from_config
     spec = spec_from_config(Qwen3Config(vocab_size=49152, hidden_size=1024, intermediate_size=3072, num_hidden_layers=8,
                                         num_attention_heads=16, num_key_value_heads=8, head_dim=128,
                                         tie_word_embeddings=True), 'qwen3-176m')
