@@ -167,6 +167,14 @@ def page(executed:Path, src:Path, stage:Path) -> dict:
     nb['metadata'].pop('caopd_cache_key', None)
     return nb
 
+def code_cells(nb:Path) -> list[str]:
+    "The code a notebook runs, without the parameters cell papermill injects."
+    return [''.join(c['source']) for c in json.loads(nb.read_text())['cells'] if c['cell_type'] == 'code'
+            and 'injected-parameters' not in c.get('metadata', {}).get('tags', [])]
+
+STALE_RUN = ('```{note}\nThe outputs below are those of a run of an earlier version of this notebook, whose code is shown '
+             'here. `docs/executed/README.md` says what made each run, and `docs/executed/make.sh` how to remake it.\n```')
+
 def toctree(caption:str, entries:list[str]) -> str:
     "A hidden toctree (the sidebar's navigation); none for no entries (no docs/ pages yet, say)."
     if not entries: return ''
@@ -188,7 +196,12 @@ def stage(dest:Path):
     for nb in notebooks():
         executed = cached(nb) if not is_papermill(nb) else EXECUTED/nb.relative_to(ROOT/'nbs')
         if not executed.is_file(): executed = nb  # never executed (a preview, or no committed run): its code alone
-        (dest/nb.relative_to(ROOT)).write_text(json.dumps(page(executed, nb, dest)))
+        shown = page(executed, nb, dest)
+        if is_papermill(nb) and executed != nb and code_cells(executed) != code_cells(nb):  # said on the page
+            print(f'{nb.relative_to(ROOT)}: its committed run ran an earlier version of it (docs/executed/make.sh)')
+            at = next((i + 1 for i, c in enumerate(shown['cells']) if c['cell_type'] == 'markdown'), 0)
+            shown['cells'].insert(at, dict(cell_type='markdown', id='stale-run', metadata={}, source=STALE_RUN))
+        (dest/nb.relative_to(ROOT)).write_text(json.dumps(shown))
     lessons = library_notebooks()
     runs = [nb for nb in notebooks() if is_papermill(nb)]
     home = github_links((ROOT/'README.md').read_text(), ROOT/'README.md', dest)

@@ -6,14 +6,15 @@
 #
 # What they write goes to runs/site/ (gitignored), not over the committed tables and figures in figures/ (the tests
 # check those against the same runs), and without PNGs. The reproduce notebooks read figures/runs alone (not the local
-# runs/), so a fresh clone makes the same pages. train.ipynb is the README's main job (about 11 minutes), copied by hand:
+# runs/), so a fresh clone makes the same pages. train.ipynb is the README's main job (about 11 minutes), copied by hand
+# (then write its commit in its row of README.md, which this script keeps):
 #
 #   mkdir -p runs/train && .ci/env papermill nbs/train.ipynb runs/train/train.ipynb && cp runs/train/train.ipynb docs/executed/
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 out=runs/site
 commit=$(git rev-parse --short HEAD)
-rows=()
+rows=("$(grep '^| `train.ipynb`' docs/executed/README.md || echo '| `train.ipynb` | (not made yet) | |')")
 run() {  # run NOTEBOOK [papermill -p NAME VALUE ...]: nbs/X.ipynb -> docs/executed/X.ipynb, and its row in README.md
   local nb=$1; shift
   local dest=docs/executed/${nb#nbs/}
@@ -38,10 +39,10 @@ done
   echo '# Executed papermill notebooks'
   echo
   echo 'The site (`docs/build.py`) shows each papermill notebook of `nbs/` with the outputs of the run here, at the same path'
-  echo 'under `nbs/`. `docs/executed/make.sh` remakes them all but `train.ipynb` (see its header) and writes this file.'
+  echo 'under `nbs/`, and says so on a page whose run ran an earlier version of the notebook. `docs/executed/make.sh`'
+  echo 'remakes them all but `train.ipynb` (see its header) and writes this file.'
   echo
   echo '| notebook | command | made at |'
   echo '| --- | --- | --- |'
-  echo '| `train.ipynb` | `mkdir -p runs/train && .ci/env papermill nbs/train.ipynb runs/train/train.ipynb` (the README main job), copied | 7b3a945, 2026-11-28 |'
   printf '%s\n' "${rows[@]}"
 } > docs/executed/README.md
