@@ -443,7 +443,9 @@ def plan_model(model:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging F
     return plan
 
 # %% ../nbs/10b_memory.ipynb #9e22eac4
-def plan_node(settings:dict, gpu:str='auto') -> dict:
+def plan_node(settings, # a run's resolved settings (`caopd.arguments.RunSettings`)
+              gpu:str='auto', # see `RunArguments.gpu`
+             ) -> dict:
     "`caopd.memory.memory_plan` settings of the machine the run trains on: device, GPUs, FSDP, LoRA, vLLM."
     import torch
     capacity = None
@@ -451,18 +453,18 @@ def plan_node(settings:dict, gpu:str='auto') -> dict:
         if torch.cuda.is_available():  # the visible GPU, its memory as the device reports it (an A100 has 40 or 80 GB)
             index = int(os.environ.get('LOCAL_RANK', 0)) % torch.cuda.device_count()
             gpu, capacity = torch.cuda.get_device_name(index), torch.cuda.get_device_properties(index).total_memory / GIB
-        else: gpu = 'H200' if settings['preset'] == 'paper' else 'cpu'
+        else: gpu = 'H200' if settings.preset == 'paper' else 'cpu'
     here = torch.cuda.is_available()  # planning the node it runs on: check loading against this machine's RAM
     return dict(device=gpu, capacity_gib=capacity, max_gpus=torch.cuda.device_count() if here else None,  # the node's
-                n_gpus=settings['world_size'], fsdp=settings['world_size'] > 1 and gpu != 'cpu',
-                lora_r=settings['lora_r'], offload=settings['fsdp_offload'],
-                use_vllm=bool(settings['use_vllm']) and settings['vllm_mode'] == 'colocate',
+                n_gpus=settings.world_size, fsdp=settings.world_size > 1 and gpu != 'cpu',
+                lora_r=settings.lora_r, offload=settings.fsdp_offload,
+                use_vllm=bool(settings.use_vllm) and settings.vllm_mode == 'colocate',
                 host_ram_gib=gpu_capacity_gib('cpu') if here else None)
 
 OPTIMIZER_PLANS = {'adamw_torch_fused': 'adamw', 'adamw_torch': 'adamw_foreach', 'adamw_8bit': 'adamw_8bit',
                    'adamw_bnb_8bit': 'adamw_8bit', 'paged_adamw_8bit': 'adamw_8bit', 'sgd': 'sgd'}  # TRL's optim: the plan's
 
-def plan_overrides(overrides:dict, # `settings['trainer_overrides']`: fields of the method's TRL config
+def plan_overrides(overrides:dict, # `settings.trainer_overrides`: fields of the method's TRL config
                   ) -> dict:
     "The `memory_plan` arguments that the TRL config fields given as overrides change (so that a fix the plan names moves it)."
     o, out = overrides or {}, {}
@@ -476,39 +478,44 @@ def plan_overrides(overrides:dict, # `settings['trainer_overrides']`: fields of 
     if o.get('optim') in OPTIMIZER_PLANS: out['optimizer'] = OPTIMIZER_PLANS[o['optim']]
     return out
 
-def generation_batch(settings:dict) -> int:
+def generation_batch(settings, # a run's resolved settings (`caopd.arguments.RunSettings`)
+                    ) -> int:
     "Sequences one process's largest transformers `generate()` call of a step holds: its distilled rollouts, or the K apart."
     # TRL generates a process's completions of a step in one call (steps_per_generation micro-batches); the paper's SDFT
     # then draws each of those prompts' K rollouts for mu_hat in one more call (`CaOPDMixin._draw_more_rollouts`)
-    s = settings['sampling']
-    distilled = settings['per_device_train_batch_size'] * settings['gradient_accumulation_steps']
+    s = settings.sampling
+    distilled = settings.per_device_train_batch_size * settings.gradient_accumulation_steps
     apart = s.get('num_confidence_rollouts') or 0 if s.get('confidence_sampling') == 'separate' else 0
     return max(distilled, distilled // s['num_generations'] * apart)
 
-def run_memory_plan(settings:dict, gpu:str='auto'):
+def run_memory_plan(settings, # a run's resolved settings (`caopd.arguments.RunSettings`)
+                    gpu:str='auto', # see `RunArguments.gpu`
+                   ):
     "The run's `caopd.memory.MemoryPlan` per GPU (or for this machine's RAM), from the model's config alone."
-    spec = model_spec(settings['start'] if Path(settings['start']).is_dir() else settings['model'])
-    return memory_plan(spec, settings['method'], K=settings['K'], completion_len=settings['max_completion_length'],
-                       micro_batch=settings['per_device_train_batch_size'],
-                       gradient_checkpointing=settings['gradient_checkpointing'],
+    spec = model_spec(settings.start if Path(settings.start).is_dir() else settings.model)
+    return memory_plan(spec, settings.method, K=settings.K, completion_len=settings.max_completion_length,
+                       micro_batch=settings.per_device_train_batch_size,
+                       gradient_checkpointing=settings.gradient_checkpointing,
                        generation_batch=generation_batch(settings),
-                       **plan_node(settings, gpu), **plan_overrides(settings['trainer_overrides']))
+                       **plan_node(settings, gpu), **plan_overrides(settings.trainer_overrides))
 
-def check_plan(settings:dict, # `resolve_settings(...)`
+def check_plan(settings, # a run's resolved settings (`caopd.arguments.RunSettings`)
                gpu:str='auto', # see `RunArguments.gpu`
               ):
     "Print the run's memory plan and refuse (`MemoryPlanError`, naming the fixes) one that cannot fit: before any work."
     plan = run_memory_plan(settings, gpu)
     _log.info(f'memory plan: {plan.summary()}')
     check_fits(plan)
-    if settings.get('server_gpus'): _log.info(f'memory plan: {server_plan(settings, gpu)}')
+    if settings.server_gpus: _log.info(f'memory plan: {server_plan(settings, gpu)}')
     return plan
 
 # %% ../nbs/10b_memory.ipynb #5e7862cb
-def server_plan(settings:dict, gpu:str='auto') -> str:
+def server_plan(settings, # a run's resolved settings (`caopd.arguments.RunSettings`)
+                gpu:str='auto', # see `RunArguments.gpu`
+               ) -> str:
     "The vLLM server's memory on each of its GPUs, in words; refuses (`MemoryPlanError`) a model whose weights leave no KV cache."
-    s, plan = len(settings['server_gpus']), run_memory_plan(settings, gpu)
-    spec = model_spec(settings['start'] if Path(settings['start']).is_dir() else settings['model'])
+    s, plan = len(settings.server_gpus), run_memory_plan(settings, gpu)
+    spec = model_spec(settings.start if Path(settings.start).is_dir() else settings.model)
     util, weights = 0.9, spec.n_params * 2 / s / GIB  # `trl vllm-serve`'s default gpu_memory_utilization; bf16 weights
     text = (f"vLLM server on {s} GPU(s): {util:.0%} of {plan.capacity:.1f} GiB each, {weights:.1f} GiB of it the bf16 "
             f"weights, the rest its KV cache")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses, gc, logging, shlex, shutil, subprocess, sys, time
 from pathlib import Path
 
-from .arguments import RunArguments, cli_args, parse_args, resolve_settings
+from .arguments import RunArguments, RunSettings, cli_args, parse_args, resolve_settings
 from .evaluate import EvalArguments
 from .cli import refusals
 from .io import read_json, read_jsonl, write_jsonl
@@ -18,7 +18,7 @@ _log = logging.getLogger('caopd.pipeline')  # the library's messages (caopd/__in
 
 # %% auto #0
 __all__ = ['Evaluation', 'evaluation_args', 'evaluation_command', 'read_evaluation', 'evaluation_stage', 'training_stage',
-           'metrics_stage', 'scale_text', 'figures_stage', 'finish', 'rescore_run', 'run_all', 'main']
+           'metrics_stage', 'run_metrics', 'scale_text', 'figures_stage', 'finish', 'rescore_run', 'run_all', 'main']
 
 # %% ../nbs/13a_pipeline.ipynb #p008
 @dataclasses.dataclass
@@ -30,17 +30,17 @@ class Evaluation:
     elicited: dict | None  # the elicited confidence's (`elicit`), or None
     settings: dict  # what made it (model, backend, protocol, readout decimals)
 
-def evaluation_args(settings:dict, # the run's settings
+def evaluation_args(settings:RunSettings, # the run's settings
                     model:str, # the model evaluated: the start, or the trained checkpoint
                     out:str|Path, # the evaluation's folder (`RunFolder.eval(which)`)
                    ) -> EvalArguments:
     "The options of a run's evaluation (`caopd.evaluate.EvalArguments`): its test prompts, protocol, seed and readout."
     from caopd.train import readout_decimals
-    return EvalArguments(model=str(model), domain=settings['eval_domain'], split='test', limit=settings['eval_limit'] or None,
-                         n_samples=settings['eval_samples'], temperature=settings['eval_temperature'],
-                         top_p=settings['eval_top_p'], max_new_tokens=settings['eval_max_new_tokens'],
-                         batch_size=settings['eval_batch_size'], out=str(out), data_dir=settings['data_dir'],
-                         seed=settings['seed'], dtype=settings['dtype'],
+    return EvalArguments(model=str(model), domain=settings.eval_domain, split='test', limit=settings.eval_limit or None,
+                         n_samples=settings.eval_samples, temperature=settings.eval_temperature,
+                         top_p=settings.eval_top_p, max_new_tokens=settings.eval_max_new_tokens,
+                         batch_size=settings.eval_batch_size, out=str(out), data_dir=settings.data_dir,
+                         seed=settings.seed, dtype=settings.dtype,
                          readout_decimals=readout_decimals(settings))  # the expected stated confidence (ours), beside the stated
 
 def evaluation_command(args:EvalArguments, # `evaluation_args(...)`, or any evaluation's options
@@ -71,13 +71,13 @@ def evaluation_stage(run:Run, # `prepare(...)`
         # a vLLM engine holds its GPU memory until its process ends, and training needs it next: a child process
         subprocess.run(evaluation_command(dataclasses.replace(args, backend='vllm', dtype=None)), check=True)
     else:
-        name = f"{s['model']} (start)" if which == 'before' else f"{s['model']} + {s['method']}"
+        name = f"{s.model} (start)" if which == 'before' else f"{s.model} + {s.method}"
         records, _ = evaluate(model, args=dataclasses.replace(args, backend='transformers'), name=name, progress=False)
-        if s['elicit'] and any('elicited_confidence' not in r for r in records):
+        if s.elicit and any('elicited_confidence' not in r for r in records):
             from caopd.models import chat_template_kwargs, load_model
-            lm, tok = load_model(model, dtype=s['dtype'])
+            lm, tok = load_model(model, dtype=s.dtype)
             conf = elicit_confidence(lm, tok, [r['prompt'] for r in records], [r['completion'] for r in records],
-                                     chat_template_kwargs(s['model'], tok), batch_size=s['eval_batch_size'])
+                                     chat_template_kwargs(s.model, tok), batch_size=s.eval_batch_size)
             for r, c in zip(records, conf): r['elicited_confidence'] = c
             write_jsonl(out/'records.jsonl', records)
             del lm
@@ -112,15 +112,21 @@ def metrics_stage(run:Run, # `prepare(...)`
                   before:Evaluation, after:Evaluation, # `evaluation_stage(...)` of the start and of the trained model
                  ) -> tuple[dict, object, str]:
     "The run's metrics (both reports, the readouts beside them, the breakdown), written as metrics.csv and metrics.md; (metrics, table, Markdown)."
+    return run_metrics(run.folder, run.settings.eval_domain, before, after)
+
+def run_metrics(folder:RunFolder, # the run folder metrics.csv and metrics.md go into
+                eval_domain:str, # the test domain (its breakdown: difficulty levels, or gold letters)
+                before:Evaluation, after:Evaluation, # the evaluations of the start and of the trained model
+               ) -> tuple[dict, object, str]:
+    "`metrics_stage` from a run folder and its test domain alone: also what `rescore_run` scores a finished run's records with."
     import pandas as pd
     from caopd.evaluate import BREAKDOWNS, breakdown, breakdown_key, breakdown_markdown
     from caopd.metrics import POINT_KEYS, interval_text
     from caopd.saving import save_table
-    s, folder = run.settings, run.folder
     metrics = dict(before=before.report, after=after.report)
     if before.elicited: metrics['elicited'] = dict(before=before.elicited, after=after.elicited)
     if before.expected or after.expected: metrics['expected'] = dict(before=before.expected, after=after.expected)
-    by_key = breakdown_key(before.records, s['eval_domain'])  # difficulty levels, or gold letters (multiple choice)
+    by_key = breakdown_key(before.records, eval_domain)  # difficulty levels, or gold letters (multiple choice)
     if by_key:
         metrics['breakdown'] = dict(key=by_key, before=breakdown(before.records, by_key), after=breakdown(after.records, by_key))
     rows = list(POINT_KEYS)  # every value of a report (caopd.metrics), the graded share and distinct values included
@@ -141,9 +147,9 @@ def scale_text(run:Run) -> str:
     "The run's scale in words: model, preset, warm-up, prompts, K, steps and test protocol."
     s = run.settings
     steps = max([h['step'] for h in run.folder.read_log() if 'loss' in h], default=0)
-    warm = f"format warm-up ({s['format_warmup']}, {s['format_warmup_steps']} steps), " if s['format_warmup'] else ''
-    return (f"{s['model']}, {s['preset']} preset, {warm}{s['n_train_prompts']} {s['domain']} prompts, K = {s['K']}, "
-            f"{steps} steps; test: {s['n_eval_prompts']} {s['eval_domain']} prompts x {s['eval_samples']}")
+    warm = f"format warm-up ({s.format_warmup}, {s.format_warmup_steps} steps), " if s.format_warmup else ''
+    return (f"{s.model}, {s.preset} preset, {warm}{s.n_train_prompts} {s.domain} prompts, K = {s.K}, "
+            f"{steps} steps; test: {s.n_eval_prompts} {s.eval_domain} prompts x {s.eval_samples}")
 
 # %% ../nbs/13a_pipeline.ipynb #p013
 def figures_stage(run:Run, # `prepare(...)`
@@ -157,7 +163,7 @@ def figures_stage(run:Run, # `prepare(...)`
     from caopd.evaluate import EXPECTED
     from caopd.saving import save_figure
     from caopd.tables import METHOD_COLORS
-    folder, method = run.folder, run.settings['method']
+    folder, method = run.folder, run.settings.method
     log, targets = folder.read_log(), folder.read_targets()
     figs = dict(training_curves=training_curves({run.label: log}), format_adherence=format_adherence_curves({run.label: log}))
     pairs = {}  # the stated confidence (the paper's metric), then the expected one (ours) where it was read
@@ -200,8 +206,8 @@ def rescore_run(folder, # a finished run folder (both evaluations' records.jsonl
     from caopd.evaluate import rescore
     folder = RunFolder(folder)
     for which in ('before', 'after'): rescore(folder.eval(which))
-    run = Run(None, folder.read_settings(), folder, None)  # what the metrics need: the settings and the folder
-    metrics = metrics_stage(run, read_evaluation(folder.eval('before')), read_evaluation(folder.eval('after')))[0]
+    metrics = run_metrics(folder, folder.read_settings()['eval_domain'],  # a record of any age: read as it was written
+                          read_evaluation(folder.eval('before')), read_evaluation(folder.eval('after')))[0]
     metrics['seconds'] = folder.read_metrics().get('seconds')  # the run's time, as it was made
     folder.write_metrics(metrics)
     return metrics
@@ -214,7 +220,7 @@ def run_all(args:RunArguments, # the run's parameters
     if args.dry_run:
         from caopd.train import dry_run
         dry_run(args)
-        return RunFolder(resolve_settings(args)['out'])
+        return RunFolder(resolve_settings(args).out)
     run = prepare(args)
     before = evaluation_stage(run, 'before', run.start) if args.evaluations else None
     trained = training_stage(run)
@@ -225,7 +231,7 @@ def run_all(args:RunArguments, # the run's parameters
     metrics, _, text = metrics_stage(run, before, after)
     figures_stage(run, before, after, metrics, png=png)
     metrics = finish(run, metrics)
-    print(f"{run.settings['method']} ({run.settings['protocol'].upper()}): {scale_text(run)}\n\n{text}")
+    print(f"{run.settings.method} ({run.settings.protocol.upper()}): {scale_text(run)}\n\n{text}")
     print(f"run folder {run.folder.path} written in {metrics['seconds']:.0f} s")
     return run.folder
 

@@ -117,8 +117,8 @@ def plan_row(name:str, # the run's name in its grid
     settings = resolve_settings(RunArguments(**p))
     plan = run_memory_plan(settings, gpu)
     fx = [] if plan.fits or not fixes else suggest_fixes(plan)
-    return dict(run=name, model=settings['model'], method=settings['method'], K=settings['K'],
-                world=settings['world_size'], node=f"{settings['world_size']} x {plan.settings['device']}", gib=round(plan.total, 1),
+    return dict(run=name, model=settings.model, method=settings.method, K=settings.K,
+                world=settings.world_size, node=f"{settings.world_size} x {plan.settings['device']}", gib=round(plan.total, 1),
                 capacity=round(plan.capacity, 1), fits=plan.fits,
                 fix='; '.join(f'{describe_fix(c)} ({p.total:.0f} GiB)' for c, p in fx), plan=plan)
 

@@ -238,7 +238,7 @@ def smoke_run(ctx:SmokeContext, # the shared context
                            'out': str(out), **changes})
 
 def plan_gib(ctx:SmokeContext, # the shared context
-             settings:dict, # `caopd.arguments.resolve_settings` of the run
+             settings, # `caopd.arguments.resolve_settings` of the run (a `RunSettings`)
              gpu:str='auto', # the GPU of the plan ('auto': the visible one)
             ) -> float | None:
     "The memory plan's GiB per GPU for the run (`caopd.memory.run_memory_plan`); None on CPU or for an unknown GPU."
@@ -306,8 +306,8 @@ def check_train(ctx:SmokeContext, name:str='train') -> dict:
     f = _finished_run(ctx, run, 2, name)
     losses = ', '.join(f"{h['loss']:.3g}" for h in f.read_log() if 'loss' in h)
     return dict(plan_gib=plan_gib(ctx, settings),
-                detail=f"{settings['preset']} preset, {Path(settings['model']).name}, K={settings['K']}, vLLM "
-                       f"{settings['vllm_mode'] if settings['use_vllm'] else 'off'}; losses {losses}")
+                detail=f"{settings.preset} preset, {Path(settings.model).name}, K={settings.K}, vLLM "
+                       f"{settings.vllm_mode if settings.use_vllm else 'off'}; losses {losses}")
 
 # %% ../nbs/14_smoke.ipynb #c029
 KILLED_TRAIN = """

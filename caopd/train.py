@@ -8,7 +8,7 @@ import contextlib, dataclasses, functools, importlib.util, json, logging, os, sh
 from pathlib import Path
 
 from .cli import Refusal, refusals
-from .arguments import RunArguments, cli_args, parse_args, recipe_path, resolve_settings
+from .arguments import RunArguments, RunSettings, cli_args, parse_args, recipe_path, resolve_settings
 from .memory import check_plan, run_memory_plan, server_plan
 from .runfolder import RunFolder
 
@@ -21,25 +21,25 @@ __all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'trainer_config'
            'train', 'launch_command', 'server_command', 'vllm_server', 'run_logged', 'sampling_text', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c015
-def select_prompts(settings:dict, # `resolve_settings(...)`
+def select_prompts(settings:RunSettings, # `resolve_settings(...)`
                   ) -> tuple:
-    "(train_rows, warmup_rows or None); records their counts and digests (with the test prompts') in `settings`."
+    "(train_rows, warmup_rows or None, settings): the settings that record their counts and digests (with the test prompts')."
     from datasets import concatenate_datasets
     from caopd.data import interleaved_order, load_domain
     from caopd.evaluate import prompts_sha256
     from caopd.warmup import FormatWarmupConfig
     @functools.cache  # the training domain is usually a warm-up domain too: load and shuffle it once
     def pool(domain):
-        rows = load_domain(domain, 'train', data_dir=settings['data_dir'])
-        if settings['n_train'] or settings['format_warmup']:  # a run's own draw; levels balanced where there are levels
-            rows = (rows.select(interleaved_order(rows['difficulty'], settings['seed'])) if 'difficulty' in rows.column_names
-                    else rows.shuffle(seed=settings['seed']))
-        return rows, min(settings['n_train'] or len(rows), len(rows))
-    rows, n_rl = pool(settings['domain'])
+        rows = load_domain(domain, 'train', data_dir=settings.data_dir)
+        if settings.n_train or settings.format_warmup:  # a run's own draw; levels balanced where there are levels
+            rows = (rows.select(interleaved_order(rows['difficulty'], settings.seed)) if 'difficulty' in rows.column_names
+                    else rows.shuffle(seed=settings.seed))
+        return rows, min(settings.n_train or len(rows), len(rows))
+    rows, n_rl = pool(settings.domain)
     train_rows, warmup_rows = rows.select(range(n_rl)), None
-    if settings['format_warmup']:
-        n = settings['format_warmup_steps'] * FormatWarmupConfig.__dataclass_fields__['per_device_train_batch_size'].default
-        domains = settings['warmup_domains']
+    if settings.format_warmup:
+        n = settings.format_warmup_steps * FormatWarmupConfig.__dataclass_fields__['per_device_train_batch_size'].default
+        domains = settings.warmup_domains
         shares = [n // len(domains) + (j < n % len(domains)) for j in range(len(domains))]
         parts, shown = [], []
         for d, n_w in zip(domains, shares):
@@ -49,15 +49,15 @@ def select_prompts(settings:dict, # `resolve_settings(...)`
             shown += list(rows)
             parts.append(rows.select_columns(['id', 'domain', 'prompt', 'privileged_context']))
         warmup_rows = concatenate_datasets(parts)
-    test = load_domain(settings['eval_domain'], 'test', data_dir=settings['data_dir'])
-    n_eval = min(settings['eval_limit'] or len(test), len(test))
-    settings.update(n_train_prompts=len(train_rows), n_eval_prompts=n_eval,
+    test = load_domain(settings.eval_domain, 'test', data_dir=settings.data_dir)
+    n_eval = min(settings.eval_limit or len(test), len(test))
+    settings = dataclasses.replace(settings, n_train_prompts=len(train_rows), n_eval_prompts=n_eval,
                     n_warmup_prompts=len(warmup_rows) if warmup_rows is not None else 0,
                     # which prompts, for the run's identity (caopd.runfolder.RUN_IDENTITY): another data folder, data
                     # version or draw gives other digests
                     train_prompts_sha256=prompts_sha256(train_rows), test_prompts_sha256=prompts_sha256(test.select(range(n_eval))),
                     warmup_prompts_sha256=prompts_sha256(shown) if warmup_rows is not None else None)
-    return train_rows, warmup_rows
+    return train_rows, warmup_rows, settings
 
 # %% ../nbs/13_train.ipynb #c016
 WARMUP_IDENTITY = ('model', 'mask', 'max_steps', 'seed', 'prompts_sha256')  # what makes two warm-ups the same one
@@ -67,33 +67,32 @@ def _warmup_identity(record:dict) -> dict:
     r = {**record.get('settings', {}), **record}
     return {k: r[k] for k in WARMUP_IDENTITY if r.get(k) is not None}  # an older record has no prompts_sha256
 
-def warmup_stage(settings:dict, # `resolve_settings(...)` and `select_prompts(...)`; `start` and `warmup` are updated
+def warmup_stage(settings:RunSettings, # `select_prompts(...)[2]`: the run's settings with its prompts' digests
                  warmup_rows, # `select_prompts(...)[1]`
                  folder:RunFolder, # the run folder
-                ) -> str:
-    "The model the method starts from: the warm-up's checkpoint (made once, reused only by the same warm-up), or `settings['start']`."
-    if not settings['format_warmup']: return settings['start']
+                ) -> RunSettings:
+    "The settings whose `start` is the model the method starts from: the warm-up's checkpoint (made once, reused only by the same warm-up), with its record; unchanged without a warm-up."
+    if not settings.format_warmup: return settings
     from caopd.runfolder import RunMismatchError, diff_text, identity_diff
     from caopd.warmup import format_warmup
     record, ckpt = folder.warmup/'warmup.json', folder.warmup/'checkpoint'
-    want = dict(model=settings['start'], mask=settings['format_warmup'], max_steps=settings['format_warmup_steps'],
-                seed=settings['seed'], prompts_sha256=settings.get('warmup_prompts_sha256'))
+    want = dict(model=settings.start, mask=settings.format_warmup, max_steps=settings.format_warmup_steps,
+                seed=settings.seed, prompts_sha256=settings.warmup_prompts_sha256)
     if record.is_file() and (ckpt/'config.json').is_file():
         diff = identity_diff(_warmup_identity(json.loads(record.read_text())), want)
         if diff: raise RunMismatchError(f"{folder.warmup} holds another warm-up ({diff_text(diff)}): this run would start "
                                         f"from another model's or another warm-up's weights. Pass overwrite=True "
                                         f"(--overwrite true) to set {folder.path} aside, or choose another out")
     else:
-        format_warmup(settings['start'], warmup_rows, folder.warmup, warmup_mask=settings['format_warmup'],
-                      max_steps=settings['format_warmup_steps'], seed=settings['seed'], disable_tqdm=True,
-                      bf16=settings['dtype'] == 'bfloat16')  # the run's compute dtype, as its training
+        format_warmup(settings.start, warmup_rows, folder.warmup, warmup_mask=settings.format_warmup,
+                      max_steps=settings.format_warmup_steps, seed=settings.seed, disable_tqdm=True,
+                      bf16=settings.dtype == 'bfloat16')  # the run's compute dtype, as its training
         if _main_process():  # the one writer of the run folder
             folder._write(record, {**json.loads(record.read_text()), 'prompts_sha256': want['prompts_sha256']})
-    if settings.get('world_size', 1) > 1:  # every process reads the record once the main one has completed it
+    if settings.world_size > 1:  # every process reads the record once the main one has completed it
         from accelerate import PartialState
         PartialState().wait_for_everyone()
-    settings.update(start=str(ckpt), warmup=json.loads(record.read_text()))
-    return settings['start']
+    return dataclasses.replace(settings, start=str(ckpt), warmup=json.loads(record.read_text()))
 
 # %% ../nbs/13_train.ipynb #c018
 def _checkpointing_field() -> str:
@@ -103,40 +102,40 @@ def _checkpointing_field() -> str:
     names = {f.name for f in dataclasses.fields(TrainingArguments)}
     return 'activation_checkpointing' if 'activation_checkpointing' in names else 'gradient_checkpointing'
 
-def trainer_config(settings:dict, # `resolve_settings(...)`
+def trainer_config(settings:RunSettings, # `resolve_settings(...)`
                    folder:RunFolder, # the run folder (checkpoints go to its trainer/)
                   ) -> dict:
     "The method's TRL config fields for this run (`caopd.baselines.method_config` adds the method's own values)."
-    cfg = dict(**settings['sampling'], learning_rate=settings['learning_rate'], max_steps=settings['max_steps'],
-               num_train_epochs=settings['num_train_epochs'],
-               per_device_train_batch_size=settings['per_device_train_batch_size'],
-               gradient_accumulation_steps=settings['gradient_accumulation_steps'],
-               max_completion_length=settings['max_completion_length'], warmup_steps=settings['warmup_steps'],
-               **{_checkpointing_field(): settings['gradient_checkpointing']},
-               bf16=settings['dtype'] == 'bfloat16',  # bf16 mixed precision, TRL's GPU default; on CPU too when asked
-               seed=settings['seed'], logging_steps=1, save_strategy='steps', save_steps=settings['save_steps'],
-               save_total_limit=2, report_to=settings['report_to'], run_name=settings['run_name'],
-               push_to_hub=settings['push_to_hub'], hub_model_id=settings['hub_model_id'], disable_tqdm=False)
-    if settings['use_vllm']:
-        cfg.update(use_vllm=True, vllm_mode=settings['vllm_mode'])
-        if settings['vllm_mode'] == 'server': cfg['vllm_server_timeout'] = 1800  # ours: a large model's server starts slowly
-        if settings['vllm_mode'] == 'colocate':  # vLLM would otherwise size its KV cache for the model's whole context
+    cfg = dict(**settings.sampling, learning_rate=settings.learning_rate, max_steps=settings.max_steps,
+               num_train_epochs=settings.num_train_epochs,
+               per_device_train_batch_size=settings.per_device_train_batch_size,
+               gradient_accumulation_steps=settings.gradient_accumulation_steps,
+               max_completion_length=settings.max_completion_length, warmup_steps=settings.warmup_steps,
+               **{_checkpointing_field(): settings.gradient_checkpointing},
+               bf16=settings.dtype == 'bfloat16',  # bf16 mixed precision, TRL's GPU default; on CPU too when asked
+               seed=settings.seed, logging_steps=1, save_strategy='steps', save_steps=settings.save_steps,
+               save_total_limit=2, report_to=settings.report_to, run_name=settings.run_name,
+               push_to_hub=settings.push_to_hub, hub_model_id=settings.hub_model_id, disable_tqdm=False)
+    if settings.use_vllm:
+        cfg.update(use_vllm=True, vllm_mode=settings.vllm_mode)
+        if settings.vllm_mode == 'server': cfg['vllm_server_timeout'] = 1800  # ours: a large model's server starts slowly
+        if settings.vllm_mode == 'colocate':  # vLLM would otherwise size its KV cache for the model's whole context
             from caopd.config import CaOPDSDFTConfig  # (Qwen3: 40,960 tokens); the prompt limit is the config's
-            prompt = settings['trainer_overrides'].get('max_prompt_length') or \
+            prompt = settings.trainer_overrides.get('max_prompt_length') or \
                 CaOPDSDFTConfig.__dataclass_fields__['max_prompt_length'].default
-            cfg['vllm_max_model_length'] = prompt + settings['max_completion_length']
-    if settings['rollout_sampling'] == 'eval':  # rollouts sampled as the evaluation samples; the loss keeps temperature 1
+            cfg['vllm_max_model_length'] = prompt + settings.max_completion_length
+    if settings.rollout_sampling == 'eval':  # rollouts sampled as the evaluation samples; the loss keeps temperature 1
         from caopd.generation import GENERATE_TOP_K
-        cfg['generation_kwargs'] = dict(temperature=settings['eval_temperature'], top_p=settings['eval_top_p'],
+        cfg['generation_kwargs'] = dict(temperature=settings.eval_temperature, top_p=settings.eval_top_p,
                                         top_k=GENERATE_TOP_K)
-    return {**cfg, **settings['trainer_overrides']}
+    return {**cfg, **settings.trainer_overrides}
 
-def readout_decimals(settings:dict, # `resolve_settings(...)`
+def readout_decimals(settings:RunSettings, # `resolve_settings(...)`
                     ) -> int:
     "Decimals of the values the run's targets are written with (at least CaOPD's default 2): the readout reads values up to them."
     from caopd.confidence import confidence_decimals
     from caopd.estimators import target_denominator
-    s, o = settings['sampling'], settings['trainer_overrides'] or {}
+    s, o = settings.sampling, settings.trainer_overrides or {}
     if o.get('confidence_decimals'): return int(o['confidence_decimals'])
     separate = s.get('confidence_sampling') == 'separate'
     n = s['num_confidence_rollouts'] if separate else o.get('num_confidence_rollouts') or s['num_generations']
@@ -144,16 +143,16 @@ def readout_decimals(settings:dict, # `resolve_settings(...)`
                            leave_one_out=not separate and s.get('confidence_leave_one_out', True))
     return max(2, confidence_decimals(k))
 
-def lora_config(settings:dict):
-    "A PEFT `LoraConfig` for `settings['lora_r']`, or None for full fine-tuning."
-    if not settings.get('lora_r'): return None
+def lora_config(settings:RunSettings):
+    "A PEFT `LoraConfig` for `settings.lora_r`, or None for full fine-tuning."
+    if not settings.lora_r: return None
     try: from peft import LoraConfig
     except ImportError: raise ImportError("lora_r needs PEFT: pip install peft") from None
-    return LoraConfig(r=settings['lora_r'], lora_alpha=2 * settings['lora_r'], target_modules='all-linear',
+    return LoraConfig(r=settings.lora_r, lora_alpha=2 * settings.lora_r, target_modules='all-linear',
                       task_type='CAUSAL_LM')
 
 # %% ../nbs/13_train.ipynb #c019
-def method_args(settings:dict, folder:RunFolder, cfg:dict|None=None):
+def method_args(settings:RunSettings, folder:RunFolder, cfg:dict|None=None):
     """The method's TRL config object for this run, built without loading the model (what a dry run prints).
 
     TRL derives the generation batch from the processes that are running (`generation_batch_size = per-device batch x
@@ -162,19 +161,19 @@ def method_args(settings:dict, folder:RunFolder, cfg:dict|None=None):
     it shows are those each of the N processes computes."""
     from caopd.baselines import method_config
     cfg = cfg or trainer_config(settings, folder)
-    planned, here = settings['world_size'], int(os.environ.get('WORLD_SIZE', 1))
+    planned, here = settings.world_size, int(os.environ.get('WORLD_SIZE', 1))
     import torch
-    if settings['scale'] == 'gpu' and not torch.cuda.is_available():  # a dry run's plan of the GPU node, built here:
+    if settings.scale == 'gpu' and not torch.cuda.is_available():  # a dry run's plan of the GPU node, built here:
         cfg['use_cpu'] = True  # transformers builds a bf16 config only beside a GPU or with use_cpu; the node's has neither
-        args = method_args(settings | dict(scale='cpu'), folder, cfg)
+        args = method_args(dataclasses.replace(settings, scale='cpu'), folder, cfg)
         args.use_cpu = False  # what the node's processes build
         return args
-    if planned == here: return method_config(settings['method'], folder.trainer, **cfg)
+    if planned == here: return method_config(settings.method, folder.trainer, **cfg)
     if here != 1:
         raise Refusal(f"{planned} training processes are planned but {here} are running (WORLD_SIZE={here}): launch as "
                       "many as planned (num_processes), or plan as many as are launched")
     b = cfg['per_device_train_batch_size']
-    args = method_config(settings['method'], folder.trainer, **{**cfg, 'per_device_train_batch_size': b * planned})
+    args = method_config(settings.method, folder.trainer, **{**cfg, 'per_device_train_batch_size': b * planned})
     args.per_device_train_batch_size = b
     return args
 
@@ -222,17 +221,17 @@ def merge_adapter(adapter:Path, # a folder of `PeftModel.save_pretrained` (the r
     model, _ = load_model(base, dtype=dtype, device='cpu')
     PeftModel.from_pretrained(model, str(adapter)).merge_and_unload().save_pretrained(str(out))
 
-def save_trained(trainer, folder:RunFolder, settings:dict):
+def save_trained(trainer, folder:RunFolder, settings:RunSettings):
     "The trained model and tokenizer into `folder.checkpoint`, loadable as a plain model (LoRA: merged; adapter kept apart); every rank must call it."
     from caopd.guards import check_finite_model
     acc = trainer.accelerator
     check_finite_model(acc.unwrap_model(trainer.model), str(folder.checkpoint))  # every rank: never a NaN model saved
-    if settings['lora_r']:
+    if settings.lora_r:
         adapter = folder.path/'adapter'
         save_every_rank(trainer, adapter)
         acc.wait_for_everyone()  # the adapter is on disk before the main process reads it
         if acc.is_main_process:
-            merge_adapter(adapter, settings['start'], folder.checkpoint, dtype=acc.unwrap_model(trainer.model).dtype)
+            merge_adapter(adapter, settings.start, folder.checkpoint, dtype=acc.unwrap_model(trainer.model).dtype)
     else: save_every_rank(trainer, folder.checkpoint)
     if acc.is_main_process: trainer.processing_class.save_pretrained(str(folder.checkpoint))
     acc.wait_for_everyone()  # no rank goes on (or exits) while the main process still writes
@@ -253,7 +252,7 @@ def end_process_group():
     if dist.is_available() and dist.is_initialized(): dist.destroy_process_group()  # gloo's threads end here, not at exit
 
 def check_start(run:RunArguments, # the run's parameters
-                settings:dict, # `resolve_settings(run)`
+                settings:RunSettings, # `resolve_settings(run)`
                 folder:RunFolder, # its run folder
                ):
     "Refuse, before any data loads, what would fail only once the trainer is built: an unknown or missing tracker, a bad method config."
@@ -279,39 +278,39 @@ def process_record() -> dict:
 class Run:
     "A run in progress: its arguments, resolved settings and folder, the model it starts from, its training prompts."
     args: RunArguments
-    settings: dict  # `resolve_settings(args)`, with this process's environment, the prompts' digests and the warm-up's record
+    settings: RunSettings  # `resolve_settings(args)`, with this process's environment, the prompts' digests and the warm-up's record
     folder: RunFolder
     start: str  # the model the method starts from: the warm-up's checkpoint, or the run's model
     train_rows: object = None  # the training prompts (`select_prompts`), loaded once in this process
     t0: float = dataclasses.field(default_factory=time.time)
     @property
-    def label(self) -> str: return f"{self.settings['method']} ({self.settings['model']}, {self.settings['preset']})"
+    def label(self) -> str: return f"{self.settings.method} ({self.settings.model}, {self.settings.preset})"
 
 def prepare(args:RunArguments, # the run's parameters (`caopd.arguments.parse_args`, or the notebook's)
-            settings:dict|None=None, # `resolve_settings(args)`, when the caller resolved them already
+            settings:RunSettings|None=None, # `resolve_settings(args)`, when the caller resolved them already
            ) -> Run:
     "Resolve and check the run, load its prompts, claim its folder (the same run resumes; another is refused or set aside), warm up, record the settings."
     from caopd.runfolder import run_identity
     settings = settings or resolve_settings(args)
-    settings.update(process_record())  # done where the process starts its work, not while resolving
-    folder, main = RunFolder(settings['out']), _main_process()
+    settings = dataclasses.replace(settings, **process_record())  # where the process starts its work, not while resolving
+    folder, main = RunFolder(settings.out), _main_process()
     check_start(args, settings, folder)  # an unknown tracker, a bad method config: refused before any data loads
-    identity = run_identity(settings)
+    identity = run_identity(settings.record())
     if not args.overwrite: folder.claim(identity, main=False)  # another run in the folder is refused first; writes nothing
     check_plan(settings, args.gpu)  # a run that cannot fit stops here, before the warm-up and the evaluation
-    train_rows, warmup_rows = select_prompts(settings)
+    train_rows, warmup_rows, settings = select_prompts(settings)
     moved = folder.claim(identity, args.overwrite, main=main)  # one run per folder
     if moved: _log.info(f"{folder.path} held another run; it was moved, whole, to {moved}")
-    if settings['world_size'] > 1:  # the other processes look into the folder once the main one has claimed it
+    if settings.world_size > 1:  # the other processes look into the folder once the main one has claimed it
         from accelerate import PartialState
         PartialState().wait_for_everyone()
-    start = warmup_stage(settings, warmup_rows, folder)
+    settings = warmup_stage(settings, warmup_rows, folder)
     # settings.json's one writer: this run's settings only (no key of an earlier run stays), written where they changed,
     # so the training stage started by caopd-train finds them written and leaves the file alone
-    if main and folder.read_settings(missing_ok=True) != json.loads(json.dumps(settings)): folder.write_settings(settings)
-    _log.info(f"train: {len(train_rows)} {settings['domain']} prompts; test: {settings['n_eval_prompts']} "
-              f"{settings['eval_domain']} prompts x {settings['eval_samples']} samples; the run starts from {start}")
-    return Run(args, settings, folder, start, train_rows)
+    if main and folder.read_settings(missing_ok=True) != settings.record(): folder.write_settings(settings.record())
+    _log.info(f"train: {len(train_rows)} {settings.domain} prompts; test: {settings.n_eval_prompts} "
+              f"{settings.eval_domain} prompts x {settings.eval_samples} samples; the run starts from {settings.start}")
+    return Run(args, settings, folder, settings.start, train_rows)
 
 def _train(run:RunArguments) -> RunFolder:
     from transformers.trainer_utils import get_last_checkpoint
@@ -321,23 +320,23 @@ def _train(run:RunArguments) -> RunFolder:
     t0 = time.time()
     settings = resolve_settings(run)
     if run.dry_run: return dry_run(run, settings)
-    if settings['world_size'] > 1 and 'WORLD_SIZE' not in os.environ:  # one process would train alone on the batch planned for all
-        raise Refusal(f"{settings['world_size']} training processes are planned (num_processes, or one per visible GPU) but "
+    if settings.world_size > 1 and 'WORLD_SIZE' not in os.environ:  # one process would train alone on the batch planned for all
+        raise Refusal(f"{settings.world_size} training processes are planned (num_processes, or one per visible GPU) but "
                       f"this is one process, started without a launcher: start them with "
                       f"`{shlex.join(launch_command(run, settings))}` (caopd-train does), or pass num_processes=1")
     prepared = prepare(run, settings)  # what caopd-train's own `prepare` did already is found done, settings.json unchanged
-    folder = prepared.folder
+    settings, folder = prepared.settings, prepared.folder
     if run.resume and folder.training.is_file():  # rerunning a finished run trains nothing
         _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): "
                   f"nothing to train; resume=False (--resume false) trains it again from the start")
         return folder
     last = get_last_checkpoint(str(folder.trainer)) if run.resume and folder.trainer.is_dir() else None
     if _main_process(): folder.discard_training(from_scratch=last is None)  # nothing of an earlier training mixes in
-    if settings['world_size'] > 1:  # no process builds its trainer in the folder while the main one clears it
+    if settings.world_size > 1:  # no process builds its trainer in the folder while the main one clears it
         from accelerate import PartialState
         PartialState().wait_for_everyone()
     log, guard = RunFolderLog(folder), NonFiniteGuard()  # a step whose loss or gradient is not finite is skipped
-    trainer = build_trainer(settings['method'], prepared.start, settings['domain'], train_dataset=prepared.train_rows,
+    trainer = build_trainer(settings.method, prepared.start, settings.domain, train_dataset=prepared.train_rows,
                             output_dir=folder.trainer, peft_config=lora_config(settings),
                             callbacks=[StepTimer(), guard, log, StopWhenTrained()], **trainer_config(settings, folder))
     log.trainer = trainer
@@ -348,11 +347,11 @@ def _train(run:RunArguments) -> RunFolder:
     if trainer.accelerator.is_main_process:
         folder.write_log(trainer.state.log_history)
         if hasattr(trainer, 'confidence_targets'): folder.write_targets(log.earlier + trainer.confidence_targets)
-        folder.write_training(dict(steps=trainer.state.global_step, resumed_from=last, world_size=settings['world_size'],
+        folder.write_training(dict(steps=trainer.state.global_step, resumed_from=last, world_size=settings.world_size,
                                    skipped_steps=guard.skipped,  # steps not applied: a loss or gradient not finite
                                    seconds=round(time.time() - t0, 1), checkpoint=str(folder.checkpoint),
-                                   adapter=str(folder.path/'adapter') if settings['lora_r'] else None))
-    if settings['push_to_hub']: trainer.push_to_hub()
+                                   adapter=str(folder.path/'adapter') if settings.lora_r else None))
+    if settings.push_to_hub: trainer.push_to_hub()
     return folder
 
 def train(run:RunArguments, # the run's parameters
@@ -362,36 +361,36 @@ def train(run:RunArguments, # the run's parameters
     finally: end_process_group()  # also on an error: a rank must not leave gloo's threads to the interpreter's exit
 
 # %% ../nbs/13_train.ipynb #20e8ed00
-def launch_command(run:RunArguments, settings:dict|None=None) -> list[str]:
+def launch_command(run:RunArguments, settings:RunSettings|None=None) -> list[str]:
     "The command that trains `run`: python, accelerate launch (GPUs, FSDP2) or torchrun (CPU processes)."
     import torch
     settings = settings or resolve_settings(run)
-    n, args = settings['world_size'], ['-m', 'caopd.train', *cli_args(dataclasses.replace(run, dry_run=False))]
-    if settings.get('training_gpus'):  # server mode: training does not see the server's GPUs
-        return ['env', _gpus(settings['training_gpus']), *launch_command(run, {**settings, 'training_gpus': None})]
+    n, args = settings.world_size, ['-m', 'caopd.train', *cli_args(dataclasses.replace(run, dry_run=False))]
+    if settings.training_gpus:  # server mode: training does not see the server's GPUs
+        return ['env', _gpus(settings.training_gpus), *launch_command(run, dataclasses.replace(settings, training_gpus=None))]
     if n == 1: return [sys.executable, *args]
-    if torch.cuda.is_available() or settings['preset'] == 'paper':
-        offload = ['--fsdp_offload_params', 'true'] if settings['fsdp_offload'] else []  # over the recipe's false
+    if torch.cuda.is_available() or settings.preset == 'paper':
+        offload = ['--fsdp_offload_params', 'true'] if settings.fsdp_offload else []  # over the recipe's false
         return ['accelerate', 'launch', '--config_file', str(recipe_path('accelerate_fsdp2.yaml')),
                 '--num_processes', str(n), *offload, *args]
     return [sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', str(n), *args]
 
 def _gpus(ids:list[int]) -> str: return 'CUDA_VISIBLE_DEVICES=' + ','.join(map(str, ids))
 
-def server_command(settings:dict) -> list[str] | None:
+def server_command(settings:RunSettings) -> list[str] | None:
     "The command that starts the `trl vllm-serve` the run uses when `vllm_mode='server'` (else None): on its own GPUs."
-    if not settings.get('server_gpus'): return None
+    if not settings.server_gpus: return None
     from caopd.models import resolve_model_name
-    start = settings['start']  # the hub id of a paper alias (vLLM knows no caopd short name), or the folder
+    start = settings.start  # the hub id of a paper alias (vLLM knows no caopd short name), or the folder
     model = start if Path(start).is_dir() else resolve_model_name(start)
-    prompt = settings['trainer_overrides'].get('max_prompt_length') or 2048  # Table 6's maximum prompt length
-    return ['env', _gpus(settings['server_gpus']), 'trl', 'vllm-serve', '--model', model,
-            '--tensor_parallel_size', str(len(settings['server_gpus'])),
-            '--max_model_len', str(prompt + settings['max_completion_length'])]
+    prompt = settings.trainer_overrides.get('max_prompt_length') or 2048  # Table 6's maximum prompt length
+    return ['env', _gpus(settings.server_gpus), 'trl', 'vllm-serve', '--model', model,
+            '--tensor_parallel_size', str(len(settings.server_gpus)),
+            '--max_model_len', str(prompt + settings.max_completion_length)]
 
 # %% ../nbs/13_train.ipynb #0bf3f3a2
 @contextlib.contextmanager
-def vllm_server(settings:dict, # `resolve_settings(...)`
+def vllm_server(settings:RunSettings, # `resolve_settings(...)`
                 log_path:str|Path, # where the server's output goes
                ):
     "Run the run's `trl vllm-serve` (server mode) while the block runs, stopped after it, whole; nothing otherwise."
@@ -442,21 +441,21 @@ def run_logged(cmd:list[str], # the command, e.g. `launch_command(run)`
     return rc
 
 # %% ../nbs/13_train.ipynb #c031
-def sampling_text(settings:dict) -> str:
+def sampling_text(settings:RunSettings) -> str:
     "How a run samples each optimizer step, in words: the trajectories it distils and the rollouts behind mu_hat."
-    s, P = settings['sampling'], settings['prompts_per_step']
+    s, P = settings.sampling, settings.prompts_per_step
     G, K = s['num_generations'], s.get('num_confidence_rollouts')
-    text = f"{settings['sampling_scheme']} scheme, {P} prompts x {G} distilled per prompt = {P * G} trajectories a step"
+    text = f"{settings.sampling_scheme} scheme, {P} prompts x {G} distilled per prompt = {P * G} trajectories a step"
     if s.get('confidence_sampling') == 'separate' and K:
         return f"{text}; mu_hat from K = {K} more rollouts per prompt, drawn apart and scored only ({P * K} a step)"
     if s.get('confidence_sampling') is None: return text  # GRPO, RLCR: no mu_hat
     mean = 'leave-one-out mean of the other' if s.get('confidence_leave_one_out') and G > 1 else 'mean of the'
     return f"{text}; mu_hat: the {mean} {G} distilled rollouts of the prompt"
 
-def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dict:
+def dry_run(run:RunArguments, settings:RunSettings|None=None, verbose:bool=True) -> dict:
     "Build every config of `run`, print the launch command and the memory plan; raise when the plan cannot fit."
     settings = settings or resolve_settings(dataclasses.replace(run, dry_run=True))  # a plan: no GPU or vLLM needed here
-    folder = RunFolder(settings['out'])
+    folder = RunFolder(settings.out)
     args = method_args(settings, folder)
     default = lambda f: f.default_factory() if f.default is dataclasses.MISSING else f.default
     changed = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)
@@ -464,9 +463,9 @@ def dry_run(run:RunArguments, settings:dict|None=None, verbose:bool=True) -> dic
     plan = run_memory_plan(settings, run.gpu)
     cmd, server = launch_command(run, settings), server_command(settings)
     if verbose:
-        print(f"{settings['method']} on {settings['model']} ({settings['preset']} preset, {settings['protocol']}); "
-              f"run folder {settings['out']}")
-        if run.preset == 'auto' and settings['preset'] == 'paper' and settings['scale'] == 'cpu':
+        print(f"{settings.method} on {settings.model} ({settings.preset} preset, {settings.protocol}); "
+              f"run folder {settings.out}")
+        if run.preset == 'auto' and settings.preset == 'paper' and settings.scale == 'cpu':
             print("no usable GPU here: this is the plan of the paper preset on the paper's node; training here would "
                   "stop (run it on a GPU node)")
         print(f"{type(args).__name__} (fields that differ from TRL's defaults):")

@@ -22,13 +22,15 @@ def audit(event, args):
 sys.addaudithook(audit)
 from caopd.data import fixtures_dir, load_domain
 from caopd.runfolder import RunFolder
+from caopd.arguments import RunArguments, resolve_settings
 from caopd.train import warmup_stage
+import dataclasses
 rows = load_domain('chemistry', 'all', data_dir=fixtures_dir()).select(range(4))
-settings = dict(start=model, dtype='float32', format_warmup='value', format_warmup_steps=1, seed=0, warmup_prompts_sha256='rows-sha',
-                world_size=int(os.environ['WORLD_SIZE']))
-warmup_stage(settings, rows, RunFolder(out))
+settings = dataclasses.replace(resolve_settings(RunArguments(preset='cpu', out=out)), start=model, dtype='float32', format_warmup='value',
+                               format_warmup_steps=1, seed=0, warmup_prompts_sha256='rows-sha', world_size=int(os.environ['WORLD_SIZE']))
+settings = warmup_stage(settings, rows, RunFolder(out))
 with open(os.path.join(os.path.dirname(out), f'rank{rank}.json'), 'w') as f:
-    json.dump(dict(writes=writes, warmup=settings['warmup']), f)
+    json.dump(dict(writes=writes, warmup=settings.warmup), f)
 # then one CaOPD-SDFT step from the warmed model, checkpointed by both processes
 from transformers import AutoTokenizer
 from caopd.config import CaOPDSDFTConfig
@@ -38,8 +40,8 @@ from caopd.verifiers import mcq_reward
 args = CaOPDSDFTConfig(output_dir=os.path.join(out, 'trainer'), use_cpu=True, bf16=False, gradient_checkpointing=False,
                        report_to='none', disable_tqdm=True, per_device_train_batch_size=4, num_generations=4,
                        max_completion_length=8, max_steps=1, save_steps=1, seed=0, warmup_steps=0)
-CaOPDSDFTTrainer(settings['start'], mcq_reward, args, train_dataset=rows.select(range(2)),
-                 processing_class=AutoTokenizer.from_pretrained(settings['start'])).train()
+CaOPDSDFTTrainer(settings.start, mcq_reward, args, train_dataset=rows.select(range(2)),
+                 processing_class=AutoTokenizer.from_pretrained(settings.start)).train()
 end_process_group()
 sys.stdout.flush(); sys.stderr.flush()
 os._exit(0)  # as tests/trainer_mp_run.py: no interpreter teardown, where gloo's threads have aborted good runs

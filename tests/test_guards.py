@@ -132,8 +132,8 @@ def test_on_a_gpu_box_the_defaults_are_the_demo_and_a_paper_model_the_paper_run(
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
     monkeypatch.setattr(torch.cuda, 'device_count', lambda: 1)
     demo = resolve_settings(RunArguments())
-    assert (demo['preset'], demo['use_vllm'], demo['max_completion_length'], demo['dtype']) == ('cpu', False, 64, 'bfloat16')
-    assert resolve_settings(RunArguments(model='Qwen3-8B', dry_run=True))['preset'] == 'paper'
+    assert (demo.preset, demo.use_vllm, demo.max_completion_length, demo.dtype) == ('cpu', False, 64, 'bfloat16')
+    assert resolve_settings(RunArguments(model='Qwen3-8B', dry_run=True)).preset == 'paper'
 
 
 def test_the_paper_run_without_vllm_is_refused_before_any_work(tmp_path):

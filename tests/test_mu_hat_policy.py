@@ -22,17 +22,18 @@ def test_first_step_mu_hat_is_the_evaluated_policys_accuracy(tmp_path):
     run = RunArguments(preset='cpu', method='caopd-sdft', out=str(tmp_path/'run'), K=K, prompts_per_step=n_prompts,
                        trainer_overrides={'confidence_leave_one_out': False})  # the plain mean of each prompt's K
     settings = resolve_settings(run)
-    assert settings['domain'] == 'arithmetic' and settings['rollout_sampling'] == 'eval'
+    assert settings.domain == 'arithmetic' and settings.rollout_sampling == 'eval'
     folder = RunFolder(run.out)
-    train_rows, warmup_rows = select_prompts(settings)
-    start = warmup_stage(settings, warmup_rows, folder)  # the cpu preset's warm-up, as every run starts
+    train_rows, warmup_rows, settings = select_prompts(settings)
+    settings = warmup_stage(settings, warmup_rows, folder)  # the cpu preset's warm-up, as every run starts
+    start = settings.start
     rows = train_rows.select(range(n_prompts))  # the first step's prompts (levels interleaved)
 
     cfg = {**trainer_config(settings, folder), 'per_device_train_batch_size': n_prompts * K,
            'gradient_accumulation_steps': 1, 'save_strategy': 'no', 'disable_tqdm': True}
     trainer = build_trainer('caopd-sdft', start, 'arithmetic', train_dataset=rows, output_dir=tmp_path/'trainer', **cfg)
     gen = trainer.generation_config  # the rollouts are sampled as the evaluation samples
-    assert (gen.temperature, gen.top_p, gen.top_k) == (settings['eval_temperature'], settings['eval_top_p'], 50)
+    assert (gen.temperature, gen.top_p, gen.top_k) == (settings.eval_temperature, settings.eval_top_p, 50)
     assert trainer.temperature == 1.0  # while the loss keeps Table 6's temperature
     trainer.model.train()
     torch.manual_seed(1)
@@ -40,8 +41,8 @@ def test_first_step_mu_hat_is_the_evaluated_policys_accuracy(tmp_path):
     mu_hat = batch['mu_hat'].double().mean().item()  # mean target over the step's prompts, before any update
 
     lm, tok = load_model(start)
-    outs = generate(lm, tok, rows['prompt'], n=K, temperature=settings['eval_temperature'], top_p=settings['eval_top_p'],
-                    max_new_tokens=settings['eval_max_new_tokens'], batch_size=64, seed=2, progress=False,
+    outs = generate(lm, tok, rows['prompt'], n=K, temperature=settings.eval_temperature, top_p=settings.eval_top_p,
+                    max_new_tokens=settings.eval_max_new_tokens, batch_size=64, seed=2, progress=False,
                     chat_template_kwargs=chat_template_kwargs(start, tok))
     accuracy = sum(verify('arithmetic', c, r['answer']) for r, cs in zip(rows, outs) for c in cs) / (n_prompts * K)
 

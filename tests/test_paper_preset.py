@@ -56,14 +56,14 @@ def test_table6(plans, method):
     c, s = plans[method]['config'], plans[method]['settings']
     assert c.max_completion_length == one('Max response length')
     assert getattr(c, 'max_prompt_length', one('Max prompt length')) == one('Max prompt length')  # GRPO has no such field
-    questions = c.per_device_train_batch_size * c.gradient_accumulation_steps * s['world_size'] // c.num_generations
-    assert questions == s['prompts_per_step'] == one('Question batch size')
+    questions = c.per_device_train_batch_size * c.gradient_accumulation_steps * s.world_size // c.num_generations
+    assert questions == s.prompts_per_step == one('Question batch size')
     assert c.steps_per_generation == c.gradient_accumulation_steps  # mini batch = question batch: one update a batch
     assert questions == one('Mini batch size')
     assert c.use_vllm and one('Inference engine') == 'vLLM'
     assert c.temperature == one('Rollout Temperature') and 'temperature' not in (c.generation_kwargs or {})
-    assert s['eval_samples'] in {int(v) for v in TABLE6['Number of rollouts']}
-    assert (s['eval_temperature'], s['eval_top_p']) == (one('Temperature'), one('Top-p'))
+    assert s.eval_samples in {int(v) for v in TABLE6['Number of rollouts']}
+    assert (s.eval_temperature, s.eval_top_p) == (one('Temperature'), one('Top-p'))
     assert 'adamw' in str(c.optim).lower() and one('Optimizer') == 'AdamW'
     assert c.learning_rate in {float(v) for v in TABLE6['Learning rate']}
     assert (c.warmup_steps, c.weight_decay, c.max_grad_norm) == (one('Warmup steps'), one('Weight decay'),

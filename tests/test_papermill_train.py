@@ -112,7 +112,7 @@ def test_continual_training_and_grid_resume(grid_runs):
     root, _ = grid_runs
     s = load_run(root/'ct-tooluse-sdft')['settings']
     assert (s['protocol'], s['train_domains'], s['eval_domain']) == ('ct', ['chemistry', 'tooluse'], 'tooluse')
-    assert s['start'].endswith('chemistry-caopd-sdft-1/checkpoint') and 'warmup' not in s  # CT starts warmed: no warm-up
+    assert s['start'].endswith('chemistry-caopd-sdft-1/checkpoint') and s['warmup'] is None  # CT starts warmed: no warm-up
     t = runs_table(root)
     assert sorted(t['method']) == ['caopd-sdft', 'caopd-sdft', 'sdft'] and set(t['protocol']) == {'id', 'ct'}
     for _, row in t.iterrows(): check_table_row_against_records(row)

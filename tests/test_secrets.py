@@ -100,7 +100,7 @@ def test_credentials_in_the_environment_reach_no_file(tmp_path, monkeypatch):
     with ScriptedAPI(script) as api:
         evaluate('openai:m', data_dir=fixtures_dir(), base_url=api.url, out=str(out/'eval'), progress=False)
     assert {r['authorization'] for r in api.requests} == {f'Bearer {S}'}  # the key went where it is needed
-    assert not _leaks(out, json.dumps(plan['settings']), ' '.join(cmd), str(plan['config']))
+    assert not _leaks(out, json.dumps(plan['settings'].record()), ' '.join(cmd), str(plan['config']))
 
 
 @pytest.mark.parametrize('name', ['api_key', 'key', 'token', 'access_token', 'api-key'])

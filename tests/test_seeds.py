@@ -97,9 +97,9 @@ def test_the_gpu_grid_remakes_the_committed_gpu_runs():
     fields = {f.name for f in dataclasses.fields(RunArguments)}
     for name, params in grid['runs']:
         settings = resolve_settings(RunArguments(**{k: v for k, v in params.items() if k in fields}, out=f'unused/{name}'))
-        settings.update(process_record())  # the code's version, as caopd.train.prepare adds it
-        select_prompts(settings)  # the prompts' digests
-        diff = identity_diff(RunFolder(ROOT/grid['root']/name).read_identity(), run_identity(settings))
+        settings = dataclasses.replace(settings, **process_record())  # the code's version, as caopd.train.prepare adds it
+        settings = select_prompts(settings)[2]  # the prompts' digests
+        diff = identity_diff(RunFolder(ROOT/grid['root']/name).read_identity(), run_identity(settings.record()))
         assert set(diff) <= {'caopd_commit'}, (name, diff)
 
 

@@ -49,7 +49,7 @@ def test_dry_run_of_every_paper_run(name, params, tmp_path, capsys):
     assert d['plan'].fits and 'memory: ' in out and 'launch: accelerate launch --config_file' in out
     assert d['command'][d['command'].index('--num_processes') + 1] == '4'  # the paper's node: four H200 GPUs
     c, K = d['config'], params.get('K', 8)
-    assert d['settings']['max_completion_length'] == 8192
+    assert d['settings'].max_completion_length == 8192
     if getattr(c, 'confidence_sampling', None) == 'separate':  # CaOPD on SDFT: one distilled, K apart for mu_hat
         assert (c.num_generations, c.num_confidence_rollouts) == (1, K)
     else: assert c.num_generations == (1 if params['method'] == 'sdft' else K)  # SDFT distils one; the others a group
