@@ -85,9 +85,15 @@ def trained(model_dir:str, tok, out:Path):
                 grad_norms=[h['grad_norm'] for h in trainer.state.log_history if 'grad_norm' in h])
     out.mkdir(parents=True, exist_ok=True)
     (out/f'trained-rank{trainer.accelerator.process_index}.json').write_text(json.dumps(seen))
-    save_trained(trainer, RunFolder(out/'trained'), dict(lora_r=LORA_R, start=model_dir))
+    save_trained(trainer, RunFolder(out/'trained'), run_settings(LORA_R, model_dir))
     return trainer
 
+
+def run_settings(lora_r, start):
+    "What `save_trained` reads of a run's settings (`lora_r`, `start`), in the run settings of the cpu preset."
+    import dataclasses
+    from caopd.arguments import RunArguments, resolve_settings
+    return dataclasses.replace(resolve_settings(RunArguments(preset='cpu')), lora_r=lora_r, start=str(start))
 
 def main():
     p = argparse.ArgumentParser()
@@ -101,7 +107,7 @@ def main():
     world = trainer.accelerator.num_processes
     base = lambda: load_model(a.model_dir, device='cpu')[0]
     for name, model, lora_r in (('full', base(), 0), ('lora', lora(base()), LORA_R)):
-        save_trained(plain_trainer(model, tok, out/name), RunFolder(out/name), dict(lora_r=lora_r, start=a.model_dir))
+        save_trained(plain_trainer(model, tok, out/name), RunFolder(out/name), run_settings(lora_r, a.model_dir))
     teacher_dir = out/'teacher'; teacher_dir.mkdir(parents=True, exist_ok=True)
     if world == 1:
         save_ema_teacher(base(), str(teacher_dir/'whole.safetensors'))
@@ -110,7 +116,7 @@ def main():
         mesh = init_device_mesh('cpu', (world,))
         for name, model, lora_r in (('full_sharded', shard(base(), mesh), 0),
                                     ('lora_sharded', shard(lora(base()), mesh), LORA_R)):
-            save_trained(plain_trainer(model, tok, out/name), RunFolder(out/name), dict(lora_r=lora_r, start=a.model_dir))
+            save_trained(plain_trainer(model, tok, out/name), RunFolder(out/name), run_settings(lora_r, a.model_dir))
         main_rank = dist.get_rank() == 0
         teacher = shard(base().eval().requires_grad_(False), mesh, layers=False)  # TRL: the root only
         save_ema_teacher(teacher, str(teacher_dir/'sharded.safetensors'), write=main_rank)

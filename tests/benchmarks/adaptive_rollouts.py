@@ -48,7 +48,7 @@ def trainers(start:str, out:Path, seed:int):
     run = RunArguments(preset='cpu', domain='arithmetic', seed=seed, out=str(out / 'settings'))
     check_run(run)
     settings = resolve_settings(run)
-    rows, _ = select_prompts(settings)
+    rows, _, settings = select_prompts(settings)
     cfg = trainer_config(settings, RunFolder(out / 'settings'))
     cfg.update(save_strategy='no', report_to='none', disable_tqdm=True)
     built = {name: build_trainer('caopd-sdft', start, 'arithmetic', train_dataset=rows, output_dir=out / name,
@@ -129,8 +129,8 @@ def main():
     import torch
     torch.manual_seed(a.seed)
     built, rows, settings = trainers(a.start, Path(a.out), a.seed)
-    P = settings['per_device_train_batch_size'] * settings['gradient_accumulation_steps'] // settings['K']
-    K = settings['K']
+    P = settings.per_device_train_batch_size * settings.gradient_accumulation_steps // settings.K
+    K = settings.K
     res = {name: [] for name in built}
     for s in range(-1, a.steps):  # step -1: untimed, the last prompts
         prompts = [rows[(s * P + p) % len(rows)] for p in range(P)]

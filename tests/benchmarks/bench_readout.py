@@ -31,8 +31,9 @@ lm, tok = load_model(model, dtype='float32')
 kw = chat_template_kwargs(settings['model'], tok)
 texts = [tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw) for r in records]
 comps = [r['completion'] for r in records]
+from caopd.arguments import RunSettings
 from caopd.train import readout_decimals
-decimals = readout_decimals(settings)
+decimals = readout_decimals(RunSettings(**settings))  # a run made by today's caopd records every field
 best = {}
 for _ in range(a.repeat):
     for way, size in (('one at a time', 1), (f'batches of {a.batch}', a.batch)):

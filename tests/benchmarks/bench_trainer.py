@@ -155,12 +155,12 @@ def warm_start(tmp:str, a) -> tuple:
     from caopd.arguments import RunArguments, resolve_settings
     from caopd.train import select_prompts, warmup_stage
     settings = resolve_settings(RunArguments(seed=0, out=f'{tmp}/run'))
-    train_rows, warmup_rows = select_prompts(settings)
+    train_rows, warmup_rows, settings = select_prompts(settings)
     if a.start: return a.start, train_rows, f'warmed start {a.start} (given)'
     t0 = time.time()
     with contextlib.redirect_stdout(sys.stderr):  # the warm-up trainer's own log lines
-        start = warmup_stage(settings, warmup_rows, RunFolder(f'{tmp}/run'))
-    w = settings['warmup']
+        settings = warmup_stage(settings, warmup_rows, RunFolder(f'{tmp}/run'))
+    start, w = settings.start, settings.warmup
     return start, train_rows, (f"warmed start: the cpu preset's warm-up ({w['mask']!r} mask, {w['steps']} steps on "
                                f"{w['n_prompts']} training prompts, seed 0), made here in {time.time() - t0:.0f} s, "
                                f"final loss {w['final_loss']:.6f}")

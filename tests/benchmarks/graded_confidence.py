@@ -47,14 +47,14 @@ def warm_start(out:Path, seed:int, start:str|None=None) -> tuple[str, dict, list
     from caopd.arguments import RunArguments, resolve_settings
     from caopd.train import select_prompts, warmup_stage
     settings = resolve_settings(RunArguments(seed=seed, out=str(out)))
-    train_rows, warmup_rows = select_prompts(settings)
+    train_rows, warmup_rows, settings = select_prompts(settings)
     if start: return start, settings, list(train_rows), list(warmup_rows)
     t0 = time.time()
     with contextlib.redirect_stdout(sys.stderr):  # the trainer's own log lines
-        start = warmup_stage(settings, warmup_rows, RunFolder(out))
-    w = settings['warmup']
-    print(f"warmed start: {w['mask']!r} mask, {w['steps']} steps on {w['n_prompts']} {','.join(settings['warmup_domains'])} "
-          f"training prompts, seed {seed}, {time.time() - t0:.0f} s (preset {settings['preset']}, lr "
+        settings = warmup_stage(settings, warmup_rows, RunFolder(out))
+    start, w = settings.start, settings.warmup
+    print(f"warmed start: {w['mask']!r} mask, {w['steps']} steps on {w['n_prompts']} {','.join(settings.warmup_domains)} "
+          f"training prompts, seed {seed}, {time.time() - t0:.0f} s (preset {settings.preset}, lr "
           f"{w['settings']['learning_rate']}), final loss {w['final_loss']:.6f}")
     return start, settings, list(train_rows), list(warmup_rows)
 
