@@ -232,12 +232,15 @@ def build(out:Path, screenshots:Path|None=None, run:bool=True) -> Path:
         stage(src)
         if out.exists(): shutil.rmtree(out)
         # -n: every reference and image must resolve; the warnings are the build's failures
+        # built inside the temporary folder, then copied: MyST-NB writes its jupyter_execute/ beside the output folder
+        html = Path(tmp)/'html'
         cmd = [sys.executable, '-m', 'sphinx', '-b', 'html', '-n', '-q', '-j', 'auto', '-w', str(warnings),
-               '-d', str(Path(tmp)/'doctrees'), str(src), str(out)]
+               '-d', str(Path(tmp)/'doctrees'), str(src), str(html)]
         r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
         found = warnings.read_text().strip() if warnings.exists() else ''
         if r.returncode or found:
             raise SystemExit(f'docs/build.py: sphinx-build reported problems:\n{found or r.stderr[-3000:]}')
+        shutil.copytree(html, out)
     # the home page is README.html (its one source); a site is opened at index.html
     (out/'index.html').write_text('<!DOCTYPE html><meta charset="utf-8"><title>caopd</title><meta http-equiv="refresh" '
                                   'content="0; url=README.html"><a href="README.html">caopd</a>\n')
