@@ -87,7 +87,7 @@ OVERRIDES_NOT_IDENTITY = ('logging_steps', 'save_total_limit', 'disable_tqdm', '
 REPLACED = '.replaced-'  # a folder set aside by `overwrite` is renamed <out>.replaced-<time>
 _RUN_PARTS = ('settings', 'warmup', 'trainer', 'training', 'checkpoint', 'metrics')  # what shows a folder holds a run
 
-def run_identity(settings:dict, # `caopd.arguments.resolve_settings(...)`, after `select_prompts` (the prompts' digests)
+def run_identity(settings:dict, # a run's settings as `settings.json` records them (`RunSettings.record()`, after `select_prompts`)
                 ) -> dict:
     "What defines the run of `settings`: its `RUN_IDENTITY` keys, TRL overrides that change training, caopd's version and commit."
     env = settings.get('environment') or {}
