@@ -265,6 +265,7 @@ def eval_arguments(args:EvalArguments|None=None, # options made earlier (None: t
 def _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, decimals, progress, tensor_parallel_size,
                    max_model_len, seed, batch_size=16):
     "Add the expected stated confidence to every record without one (in place): from the model here, or none (an API's)."
+    # with transformers, the answers this run generated were read as each batch ended, from its cache: this reads the rest
     need = [r for r in records if EXPECTED not in r]
     if not need: return
     if backend == 'openai':  # read from the listing as each answer came (`keep_prompt`); a resumed record has none
@@ -279,7 +280,7 @@ def _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, decima
     elif lm is None: lm, tok = model if is_pair else load_model(model, dtype=dtype)
     kw = chat_template_kwargs(tok.name_or_path if is_pair else str(model), tok)
     texts = [tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw) for r in need]
-    if backend == 'transformers':  # a batch of answers at a time: one padded pass over their prefixes, then their trees
+    if backend == 'transformers':  # answers kept from an earlier run: one padded pass over a batch's prefixes, then their trees
         for b in tqdm(range(0, len(need), batch_size), desc='readout', unit='batch', disable=not progress):
             part = need[b:b + batch_size]
             read = transformers_readouts(lm, tok, texts[b:b + batch_size], [r['completion'] for r in part], decimals,
@@ -369,10 +370,18 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
         else:
             from caopd.models import load_model, chat_template_kwargs
             lm, tok = model if is_pair else load_model(model, dtype=dtype)  # kept for the readout
+            def scored(got, continued=None):  # with the readout on, read from the generation's cache as each batch ends
+                recs = [score_completion(rows_list[i], j, c, a.domain) for i, j, c in got]
+                if continued is not None:
+                    from caopd.readout import transformers_readouts
+                    read = transformers_readouts(lm, tok, continued.texts, [c for _, _, c in got], a.readout_decimals,
+                                                 batch_size=a.batch_size, continued=continued)
+                    for r, x in zip(recs, read): r.update(readout_fields(x))
+                keep(recs)
             generate(lm, tok, prompts, n=a.n_samples, temperature=a.temperature, top_p=a.top_p, max_new_tokens=a.max_new_tokens,
                      batch_size=a.batch_size, chat_template_kwargs=chat_template_kwargs(tok.name_or_path if is_pair else model, tok),
-                     seed=a.seed, progress=progress, samples=[(k, j) for k in todo for j in missing[k]],
-                     on_batch=lambda got: keep([score_completion(rows_list[i], j, c, a.domain) for i, j, c in got]))
+                     seed=a.seed, progress=progress, samples=[(k, j) for k in todo for j in missing[k]], on_batch=scored,
+                     with_cache=a.readout)
     except BaseException as e:
         if a.out is not None and hasattr(e, 'add_note'):
             e.add_note(f"caopd.evaluate: {len(done) + len(new)} of {len(rows) * a.n_samples} samples are kept in "

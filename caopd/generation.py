@@ -6,17 +6,34 @@
 from __future__ import annotations
 import importlib.util, json, os, time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
 
 # %% auto #0
-__all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'generate', 'vllm_engine',
-           'generate_vllm', 'api_base_url', 'openai_client', 'generate_openai', 'resolve_backend']
+__all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'Continued', 'generate',
+           'vllm_engine', 'generate_vllm', 'api_base_url', 'openai_client', 'generate_openai', 'resolve_backend']
 
 # %% ../nbs/09_generation.ipynb #c006
+@dataclass
+class Continued:
+    "One batch as transformers generated it: each row's token ids and the key-value cache of the same pass."
+    sequences: object  # (B, L) token ids: the left-padded prompt, then the continuation (padded after its end)
+    starts: list  # each row's first column that is not padding
+    cache: object  # the generation's key-value cache: a column per column of `sequences`, but the last
+    texts: list  # the input text of each row (chat template applied)
+
+    def holds(self, row:int, # a row of the batch
+              ids:list[int], # token ids read from its start (a prompt and the completion up to a point)
+             ) -> bool:
+        "Whether row `row` began with `ids`: the generation read them, and its cache holds all of them but the last."
+        s = self.starts[row]
+        return s + len(ids) <= self.sequences.shape[1] and self.sequences[row, s:s + len(ids)].tolist() == list(ids)
+
 def _generate_batches(model, tokenizer, # a transformers causal LM and its tokenizer
                       keys:list, # one key per input, handed back with its completion
                       inputs:list[str], # full texts to continue (chat template applied), longest first for tight batches
                       batch_size:int, # sequences per `generate` call
                       done, # called as done(keys of a batch, their decoded continuations) after each batch
+                      with_cache:bool=False, # also hand `done` the batch as `Continued` (ids and cache), as a third argument
                       **generate_kwargs, # `model.generate` arguments (max_new_tokens, sampling)
                      ):
     "Continue `inputs` in left-padded batches; the tokenizer's padding side is restored afterwards."
@@ -28,8 +45,13 @@ def _generate_batches(model, tokenizer, # a transformers causal LM and its token
             enc = tokenizer(inputs[b:b + batch_size], return_tensors='pt', padding=True, add_special_tokens=False)
             enc = enc.to(model.device)
             with torch.inference_mode():
-                ids = model.generate(**enc, pad_token_id=pad_id, **generate_kwargs)
-            done(keys[b:b + batch_size], tokenizer.batch_decode(ids[:, enc['input_ids'].shape[1]:], skip_special_tokens=True))
+                out = model.generate(**enc, pad_token_id=pad_id, return_dict_in_generate=with_cache, **generate_kwargs)
+            ids, width = out.sequences if with_cache else out, enc['input_ids'].shape[1]
+            texts = tokenizer.batch_decode(ids[:, width:], skip_special_tokens=True)
+            if not with_cache: done(keys[b:b + batch_size], texts); continue
+            starts = (width - enc['attention_mask'].sum(1)).tolist()
+            cache = out['cache'] if 'cache' in out else out.past_key_values  # transformers 5.24 names it `cache`, 5.17 not
+            done(keys[b:b + batch_size], texts, Continued(ids, starts, cache, inputs[b:b + batch_size]))
     finally: tokenizer.padding_side = side
 
 GENERATE_TOP_K = 50  # transformers' default top_k, stated: the embedded model's generation config sets none
@@ -47,6 +69,7 @@ def generate(model,  # a transformers causal LM
              progress:bool=True,  # show a progress bar
              samples:list|None=None,  # the (prompt index, sample index) pairs to generate (None: all `n` of every prompt)
              on_batch=None,  # called after each batch with its [(prompt index, sample index, completion)]
+             with_cache:bool=False,  # call on_batch with the batch as `Continued` too (ids, key-value cache), to read more from it
             ) -> list[list[str|None]]:
     "Sample `n` completions for each chat prompt; returns `n` strings per prompt, in prompt order (None where not asked)."
     import torch
@@ -64,11 +87,11 @@ def generate(model,  # a transformers causal LM
                 else dict(do_sample=False))
     torch.manual_seed(seed)
     bar = tqdm(total=len(jobs), desc='generate', unit='sample', disable=not progress)
-    def done(batch, completions):
+    def done(batch, completions, *continued):
         for (i, j), c in zip(batch, completions): out[i][j] = c
-        if on_batch is not None: on_batch([(i, j, out[i][j]) for i, j in batch])
+        if on_batch is not None: on_batch([(i, j, out[i][j]) for i, j in batch], *continued)
         bar.update(len(batch))
-    _generate_batches(model, tokenizer, jobs, [texts[i] for i, _ in jobs], batch_size, done,
+    _generate_batches(model, tokenizer, jobs, [texts[i] for i, _ in jobs], batch_size, done, with_cache,
                       max_new_tokens=max_new_tokens, **sampling)
     bar.close()
     return out

@@ -4,7 +4,7 @@
 
 # %% ../nbs/09a_readout.ipynb #r002
 from __future__ import annotations
-import copy, math, re
+import contextvars, math, re
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,8 +13,9 @@ from .confidence import confidence_label_end
 
 # %% auto #0
 __all__ = ['READOUT_PRUNE', 'TOP_LOGPROBS', 'value_grammar', 'ends_value', 'TokenTable', 'Readout', 'expected_values',
-           'expected_value', 'transformers_batch_next_probs', 'transformers_next_probs', 'label_prefix',
-           'completion_readout', 'transformers_readouts', 'transformers_readout', 'vllm_next_probs', 'api_readout']
+           'expected_value', 'tree_attention_ok', 'plain_next_probs', 'prefix_pass', 'transformers_batch_next_probs',
+           'transformers_next_probs', 'label_prefix', 'completion_readout', 'transformers_readouts',
+           'transformers_readout', 'vllm_next_probs', 'api_readout']
 
 # %% ../nbs/09a_readout.ipynb #r006
 READOUT_PRUNE = 1e-4  # a branch of the value tree less likely than this is not read further; its mass is reported as pruned
@@ -143,51 +144,139 @@ def expected_value(next_probs, # (list of token-id tuples after the label) -> on
     return expected_values(lambda nodes: next_probs([ids for _, ids in nodes]), 1, table, decimals, prune, max_tokens)[0]
 
 # %% ../nbs/09a_readout.ipynb #r019
+def _forward_kw(model) -> tuple:
+    "(the name of `model.forward`'s key-value cache, whether it takes `logits_to_keep`)."
+    import inspect
+    params = inspect.signature(model.forward).parameters
+    # transformers 5.24 calls the cache `cache` and warns on `past_key_values`; 5.17 (the vllm extra's) knows only that
+    return 'cache' if 'cache' in params else 'past_key_values', 'logits_to_keep' in params
+
+def tree_attention_ok(model, # a transformers causal LM
+                      cache=None, # a key-value cache it made (its layers say whether they slide)
+                     ) -> bool:
+    "Whether a custom 4D mask steers `model`'s attention everywhere: sdpa or eager attention, and no sliding-window layer."
+    cfg = model.config
+    sliding = any('sliding' in str(t) for t in (getattr(cfg, 'layer_types', None) or [])) or bool(
+        getattr(cfg, 'use_sliding_window', False) and getattr(cfg, 'sliding_window', None))
+    sliding = sliding or any(getattr(layer, 'is_sliding', False) for layer in getattr(cache, 'layers', None) or [])
+    return (getattr(cfg, '_attn_implementation', None) or 'eager') in ('sdpa', 'eager') and not sliding
+
+def plain_next_probs(model, # a transformers causal LM
+                     prefix_ids:list[int], # the prompt and the completion up to the label, as token ids
+                     chunk:int=16, # suffixes read per forward pass
+                    ):
+    "`next_probs` for `expected_value` without a cache: each node read in full after the prefix (the definition)."
+    import torch
+    _, keep = _forward_kw(model)
+    def next_probs(suffixes):
+        out = {}
+        by_length = {}
+        for j, s in enumerate(suffixes): by_length.setdefault(len(s), []).append(j)  # one length: no padding
+        for js in by_length.values():
+            for b in range(0, len(js), chunk):
+                x = torch.tensor([list(prefix_ids) + list(suffixes[j]) for j in js[b:b + chunk]], device=model.device)
+                with torch.inference_mode(): logits = model(input_ids=x, **(dict(logits_to_keep=1) if keep else {})).logits
+                out.update(zip(js[b:b + chunk], torch.softmax(logits[:, -1].float(), -1)))
+        return [out[j] for j in range(len(suffixes))]
+    return next_probs
+
+def prefix_pass(model, # a transformers causal LM
+                prefixes:list[list[int]], # per completion: the prompt and the completion up to the label, as token ids
+               ) -> tuple:
+    "(cache, first column of each row) of one left-padded pass over each prefix less its last token, which its tree's root reads."
+    import torch
+    name, keep = _forward_kw(model)
+    n, width = len(prefixes), max(len(p) for p in prefixes) - 1
+    if width < 1: return None, [0] * n
+    ids, mask = torch.zeros(n, width, dtype=torch.long), torch.zeros(n, width, dtype=torch.long)
+    for r, p in enumerate(prefixes):
+        if len(p) > 1: ids[r, width - len(p) + 1:], mask[r, width - len(p) + 1:] = torch.tensor(p[:-1]), 1
+    d = model.device
+    with torch.inference_mode():
+        out = model(input_ids=ids.to(d), attention_mask=mask.to(d), position_ids=(mask.cumsum(1) - 1).clamp(min=0).to(d),
+                    use_cache=True, **(dict(logits_to_keep=1) if keep else {}))
+    return getattr(out, name), [width - len(p) + 1 for p in prefixes]
+
+_READING = contextvars.ContextVar('caopd_tree_reading')  # the tree reading whose level is in a forward pass
+
+def _tree_attention(module, query, key, value, attention_mask=None, scaling=None, dropout=0.0, **kwargs):
+    "transformers' attention interface for a level of value trees (`caopd_tree`): the reading in progress attends."
+    return _READING.get().attend(module.layer_idx, query, key, value, scaling)
+
+@dataclass
+class _TreeReading:
+    "Value trees read level by level after prefixes held in a key-value cache, which is read in place and never copied."
+    base: list  # per layer (keys, values) of the cache: (B, kv heads, W, head dim)
+    rows: list  # each tree's row in the cache
+    allowed: object  # (B, W) bool: the columns of each row's prefix
+    tree: list  # per layer (keys, values) of the trees' tokens read so far: (B, kv heads, T, head dim), or None
+    level: tuple = ()  # the level in a forward pass: (row of each node, its slot, slots per row, (B, slots, W + T) mask)
+
+    def attend(self, layer, query, key, value, scaling):
+        "Attention of a level's nodes (one packed sequence) to their prefixes, their ancestors and themselves."
+        import torch
+        (bk, bv), (rr, cc, q, mask) = self.base[layer], self.level
+        B, kvh, W, D = bk.shape
+        H, g = query.shape[1], query.shape[1] // kvh
+        def new(x, heads):  # each node's row of `x` at its row and slot
+            z = x.new_zeros(B, heads, q, D); z[rr, :, cc] = x[0].transpose(0, 1); return z
+        tk, tv = new(key, kvh), new(value, kvh)  # each node's key and value in its row, at its slot
+        if self.tree[layer] is not None: tk, tv = (torch.cat([t, x], 2) for t, x in zip(self.tree[layer], (tk, tv)))
+        self.tree[layer] = (tk, tv)
+        qg = new(query, H).view(B, kvh, g * q, D)  # query head h reads key head h // g, as transformers' repeat_kv
+        scores = torch.cat([qg @ bk.transpose(-1, -2), qg @ tk.transpose(-1, -2)], -1).float() * scaling
+        scores = scores.view(B, kvh, g, q, -1).masked_fill(~mask[:, None, None], float('-inf'))
+        p = torch.softmax(scores, -1).to(query.dtype).view(B, kvh, g * q, -1)
+        out = (p[..., :W] @ bv + p[..., W:] @ tv).view(B, H, q, D)
+        return out[rr, :, cc][None], None  # (1, nodes, heads, head dim), as transformers' attention functions return
+
 def transformers_batch_next_probs(model, # a transformers causal LM
                                   prefixes:list[list[int]], # per completion: the prompt and the completion up to the label, as token ids
-                                  chunk:int=16, # suffixes read per forward pass
+                                  cache=None, # a key-value cache holding the prefixes (None: one left-padded pass of their own)
+                                  rows:list[int]|None=None, # each prefix's row in `cache` (None: 0, 1, ...)
+                                  starts:list[int]|None=None, # each prefix's first column in its row (left padding)
                                  ):
-    "`next_probs` for `expected_values`: the model's next-token probabilities after each prefix (one padded pass) and each suffix."
-    import inspect, torch
-    device, pad = model.device, 0
-    # transformers 5.24 calls the cache `cache` and warns on `past_key_values`; 5.17 (the vllm extra's) knows only that
-    name = 'cache' if 'cache' in inspect.signature(model.forward).parameters else 'past_key_values'
-    n, P = len(prefixes), max(len(p) for p in prefixes)
-    lengths = torch.tensor([len(p) for p in prefixes])
-    ids, prefix_mask = torch.full((n, P), pad, dtype=torch.long), torch.zeros(n, P, dtype=torch.long)
-    for r, p in enumerate(prefixes): ids[r, P - len(p):], prefix_mask[r, P - len(p):] = torch.tensor(p), 1  # left padded
-    positions = (prefix_mask.cumsum(1) - 1).clamp(min=0)
-    with torch.inference_mode():
-        out = model(input_ids=ids.to(device), attention_mask=prefix_mask.to(device), position_ids=positions.to(device),
-                    use_cache=True)
-    cache = getattr(out, name)
-    roots = torch.softmax(out.logits[:, -1].float(), -1)
+    "`next_probs` for `expected_values`: the trees of several completions read together, each level in one forward pass."
+    import torch
+    from transformers import AttentionInterface
+    n = len(prefixes)
+    if cache is None and min(len(p) for p in prefixes) > 1: cache, starts = prefix_pass(model, prefixes)
+    if cache is None or not tree_attention_ok(model, cache):  # a node at a time, in full
+        plain = [plain_next_probs(model, p) for p in prefixes]
+        return lambda nodes: [plain[k]([s])[0] for k, s in nodes]
+    AttentionInterface.register('caopd_tree', _tree_attention)
+    rows, C, d = list(range(n)) if rows is None else list(rows), [len(p) - 1 for p in prefixes], model.device
+    if len(set(rows)) != n: raise ValueError(f"rows={rows}: each prefix needs a row of the cache of its own")
+    base = [(layer.keys, layer.values) for layer in cache.layers]
+    allowed = torch.zeros(base[0][0].shape[0], base[0][0].shape[2], dtype=torch.bool, device=d)
+    for k, r in enumerate(rows): allowed[r, starts[k]:starts[k] + C[k]] = True
+    reading, column = _TreeReading(base, rows, allowed, [None] * len(base)), {}  # node -> its column among its row's tree tokens
     def next_probs(nodes):
-        res = [roots[k] if not s else None for k, s in nodes]
-        todo = [j for j, (_, s) in enumerate(nodes) if s]
-        for b in range(0, len(todo), chunk):
-            js = todo[b:b + chunk]
-            rows = torch.tensor([nodes[j][0] for j in js])
-            m, L = len(js), max(len(nodes[j][1]) for j in js)
-            ids, mask = torch.zeros(m, L, dtype=torch.long), torch.zeros(m, L, dtype=torch.long)
-            for r, j in enumerate(js): ids[r, :len(nodes[j][1])], mask[r, :len(nodes[j][1])] = torch.tensor(nodes[j][1]), 1
-            c = copy.deepcopy(cache)
-            c.batch_select_indices(rows.to(device))  # each node's own completion's prefix
-            attention = torch.cat([prefix_mask[rows], mask], 1).to(device)
-            pos = (lengths[rows, None] + torch.arange(L)).to(device)
-            with torch.inference_mode():
-                logits = model(input_ids=ids.to(device), attention_mask=attention, use_cache=True, **{name: c},
-                               position_ids=pos).logits
-            for r, j in enumerate(js): res[j] = torch.softmax(logits[r, len(nodes[j][1]) - 1].float(), -1)
-        return res
+        slot, T = {}, column and max(column.values()) + 1 or 0
+        for k, s in nodes: slot[(k, s)] = sum(1 for x in slot if x[0] == k)
+        q = max(slot.values()) + 1
+        mask = torch.zeros(allowed.shape[0], q, allowed.shape[1] + T + q, dtype=torch.bool, device=d)
+        mask[:, :, :allowed.shape[1]] = allowed[:, None]
+        mask[:, range(q), [allowed.shape[1] + T + c for c in range(q)]] = True  # each slot sees itself (an empty one only that)
+        for (k, s), c in slot.items():
+            column[(k, s)] = T + c
+            mask[rows[k], c, [allowed.shape[1] + column[(k, s[:i])] for i in range(len(s) + 1)]] = True  # its ancestors
+        reading.level = (torch.tensor([rows[k] for k, _ in nodes], device=d), torch.tensor([slot[x] for x in nodes], device=d), q, mask)
+        ids = torch.tensor([[s[-1] if s else prefixes[k][-1] for k, s in nodes]], device=d)
+        pos = torch.tensor([[C[k] + len(s) for k, s in nodes]], device=d)
+        was, token = model.config._attn_implementation, _READING.set(reading)
+        model.config._attn_implementation = 'caopd_tree'
+        try:
+            with torch.inference_mode(): logits = model(input_ids=ids, position_ids=pos, use_cache=False).logits
+        finally: model.config._attn_implementation = was; _READING.reset(token)
+        return list(torch.softmax(logits[0].float(), -1))
     return next_probs
 
 def transformers_next_probs(model, # a transformers causal LM
                             prefix_ids:list[int], # the prompt and the completion up to the label, as token ids
-                            chunk:int=16, # suffixes read per forward pass
                            ):
-    "`next_probs` for `expected_value`: the model's next-token probabilities after `prefix_ids` and each suffix."
-    batch = transformers_batch_next_probs(model, [list(prefix_ids)], chunk)
+    "`next_probs` for `expected_value`: each level of the tree one forward pass of its nodes' tokens after the cached prefix."
+    batch = transformers_batch_next_probs(model, [list(prefix_ids)])
     return lambda suffixes: batch([(0, s) for s in suffixes])
 
 def label_prefix(tokenizer, # the model's tokenizer
@@ -217,16 +306,24 @@ def transformers_readouts(model, # a transformers causal LM
                           completions:list[str], # the sampled completions, one per prompt
                           decimals:int=2, # most decimals of a value (the run's `confidence_decimals`)
                           prune:float=READOUT_PRUNE, # see `expected_value`
-                          batch_size:int=16, # completions read together: one padded pass over their prefixes, then their trees level by level
+                          batch_size:int=16, # completions read together (those `continued` does not hold): one padded pass, then their trees
+                          continued=None, # the generation's batch that wrote `completions` (`caopd.generation.Continued`): its cache is read
                          ) -> list[Readout|None]:
-    "The expected stated confidence of each completion (None where it has no `Confidence:` label), read in batches."
+    "The expected stated confidence of each completion (None where it has no `Confidence:` label)."
     prefixes = [label_prefix(tokenizer, p, c) for p, c in zip(prompt_texts, completions, strict=True)]
-    todo, out, table = [k for k, p in enumerate(prefixes) if p is not None], [None] * len(prefixes), TokenTable.of(tokenizer)
+    out, table = [None] * len(prefixes), TokenTable.of(tokenizer)
+    def read(ks, *cached):  # the trees of `ks`, level by level together
+        got = expected_values(transformers_batch_next_probs(model, [prefixes[k] for k in ks], *cached), len(ks), table, decimals, prune)
+        for k, r in zip(ks, got): out[k] = r
+    todo = [k for k, p in enumerate(prefixes) if p is not None]
+    if continued is not None:
+        if len(continued.starts) != len(prefixes):
+            raise ValueError(f"continued holds {len(continued.starts)} rows for {len(prefixes)} completions: pass the batch that wrote them")
+        held = [k for k in todo if continued.holds(k, prefixes[k])]
+        if held: read(held, continued.cache, held, [continued.starts[k] for k in held])
+        todo = [k for k in todo if k not in set(held)]
     todo.sort(key=lambda k: len(prefixes[k]))  # alike lengths together: less padding
-    for b in range(0, len(todo), batch_size):
-        ks = todo[b:b + batch_size]
-        read = expected_values(transformers_batch_next_probs(model, [prefixes[k] for k in ks]), len(ks), table, decimals, prune)
-        for k, r in zip(ks, read): out[k] = r
+    for b in range(0, len(todo), batch_size): read(todo[b:b + batch_size])
     return out
 
 def transformers_readout(model, # a transformers causal LM
