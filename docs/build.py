@@ -99,6 +99,17 @@ def execute(nb:Path) -> bool:
     tmp.replace(dest)
     return True
 
+def serve():
+    "Execute the notebooks named on standard input in turn, as nbdev_test's workers do (one shell per notebook, one process)."
+    import contextlib, io
+    for line in sys.stdin:
+        nb, log = Path(line.strip()), io.StringIO()
+        with contextlib.redirect_stderr(log):
+            try: passed = nb.is_file() and execute(nb)
+            except Exception as e: passed = False; log.write(f'{type(e).__name__}: {e}\n')
+        if not nb.is_file(): log.write(f'docs/build.py: {nb}: no such notebook\n')
+        print('caopd-lesson ' + json.dumps(dict(notebook=str(nb), passed=passed, log=log.getvalue()[-6000:])), flush=True)
+
 def execute_stale(nbs:list[Path]):
     "Execute (one process each, as many at once as CPUs) the notebooks whose cached copy is missing or stale."
     stale = [nb for nb in nbs if not is_fresh(nb)]
@@ -260,8 +271,11 @@ def main():
                     '(figures/site/ holds the committed ones)')
     ap.add_argument('--no-execute', action='store_true', help='a quick preview: execute nothing, show '
                     'cached notebooks even if stale and the others without outputs')
-    ap.add_argument('--execute', metavar='NB', help='execute one notebook as nbdev_test does and cache its outputs')
+    ap.add_argument('--execute', metavar='NB', help='execute one notebook as nbdev_test does and cache its outputs; '
+                    "'-': execute the notebooks named on standard input, one a line, each answered on standard output "
+                    'by a line `caopd-lesson {"notebook", "passed", "log"}` (a worker: it imports its libraries once)')
     a = ap.parse_args()
+    if a.execute == '-': return serve()
     if a.execute:
         nb = Path(a.execute)
         if not nb.is_file(): raise SystemExit(f'docs/build.py: --execute {nb}: no such notebook')

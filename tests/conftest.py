@@ -30,6 +30,17 @@ def pytest_configure(config):
     config.addinivalue_line('markers', 'slow: starts processes, trains, runs notebooks or builds environments (minutes)')
 
 
+def pytest_collection_finish(session):
+    """The selected notebooks' lessons run in two worker processes (tests/lessons.py). In the quick loop (no slow test
+    selected) they start as soon as the tests are collected and run beside the other tests; in the whole suite, at the
+    first notebook's test, so that they never share the cores with the tests that train or start processes."""
+    nbs = [item.callspec.params['nb'] for item in session.items if getattr(item, 'originalname', None) == 'test_notebook']
+    if not nbs: return
+    import lessons
+    lessons.select(nbs)
+    if not any(item.get_closest_marker('slow') for item in session.items): lessons.start(nbs)
+
+
 def _checkout_state() -> dict|None:
     "Paths `git status` reports (changed, new) with a hash of their contents; None outside a git checkout."
     import hashlib, subprocess

@@ -270,6 +270,28 @@ def adaptive() -> str:
         f"work in all three.", 118) + '\n'
 
 
+def timings() -> str:
+    "How long the README's commands took in a fresh clone, from `tests/benchmarks/timings.py`'s committed output."
+    bench = _benchmark('timings')
+    COMMANDS, minutes = bench.COMMANDS, bench.minutes
+    if not (BENCHMARKS/'timings.txt').is_file():
+        return 'Not measured yet: `.ci/env python tests/benchmarks/timings.py > tests/benchmarks/timings.txt`.\n'
+    got = json.loads((BENCHMARKS/'timings.txt').read_text().splitlines()[-1])
+    what = dict(main="the main job (one training run, end to end; the environment built before)",
+                quick="the quick loop: the tests not marked slow, every library notebook's lessons among them",
+                suite="the whole suite as CI runs it (`bash .ci/run`), with the environment build before it")
+    rows = [[f"`{COMMANDS[k]}`", what[k], minutes(got[k] + (got['environment'] if k == 'suite' else 0))]
+            for k in COMMANDS if k in got]
+    rows.insert(0, ['`.ci/env true`', 'the environment build alone (a new `.venv`)', minutes(got['environment'])])
+    return (_table(['command', 'what it runs', f"time (fresh clone of {got['commit']}, {got['cores']} cores)"], rows)
+            + "\nMeasured by `tests/benchmarks/timings.py` (`tests/benchmarks/timings.txt`).\n")
+
+
+def readout_benchmark() -> str:
+    "The readout benchmark's committed output, whole."
+    return '```\n' + (BENCHMARKS/'bench_readout.txt').read_text().rstrip('\n') + '\n```\n'
+
+
 # --- tables quoted from committed files whole or by rows ---
 
 def nodes() -> str:

@@ -1,10 +1,11 @@
 "Every notebook's lesson cells as `nbdev_test` runs them (cells flagged slow or cuda skipped), outputs kept for the site."
-import json, subprocess, sys
+import json
 from pathlib import Path
 import pytest
 from conftest import ROOT
+import lessons
 
-pytestmark = pytest.mark.slow  # every notebook's lessons (nbdev_test --path runs one): not in the quick loop (README)
+# in the quick loop too: a lesson that an edit breaks fails there (README, "Working on caopd")
 
 def is_papermill(nb:Path) -> bool:
     "A parameterized run notebook (a `parameters` cell): nbdev_test skips it (skip_exec), tests/test_papermill_* run it."
@@ -16,13 +17,12 @@ NOTEBOOKS = sorted(p for p in (ROOT/'nbs').rglob('*.ipynb')
 
 @pytest.mark.parametrize('nb', NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT/'nbs')))
 def test_notebook(nb):
-    # one process per notebook, as nbdev_test does, so notebooks cannot leak state into each other. docs/build.py runs
-    # it as `nbdev_test --path nb` does (nbdev.test.test_nb, the same skipped flags) and keeps the executed copy in
-    # _build/notebooks/, keyed by the notebook and the package: the site (tests/test_site.py) shows it without running
-    # the notebook again
-    res = subprocess.run([sys.executable, str(ROOT/'docs'/'build.py'), '--execute', str(nb)],
-                         cwd=ROOT, capture_output=True, text=True)
-    assert res.returncode == 0, f'{nb.name} failed:\n{res.stdout[-3000:]}\n{res.stderr[-6000:]}'
+    # run as `nbdev_test` runs it (nbdev.test.test_nb's steps, the same skipped flags) by one of two worker processes,
+    # each executing notebook after notebook in a shell of its own, as nbdev_test's workers do (tests/lessons.py);
+    # docs/build.py keeps each executed copy in _build/notebooks/, keyed by the notebook and the package, so the site
+    # (tests/test_site.py) shows it without running the notebook again
+    got = lessons.start(NOTEBOOKS).result(nb)
+    assert got['passed'], f"{nb.name} failed:\n{got['log']}"
 
 
 @pytest.mark.parametrize('nb', [p for p in sorted((ROOT/'nbs').rglob('*.ipynb')) if is_papermill(p)],

@@ -1,0 +1,49 @@
+"""How long the README's commands take, typed as written in a fresh clone of this checkout's HEAD (with `../shared`
+beside it, as CI lays it out): the environment build, the main job, the quick loop and the whole suite (`bash .ci/run`).
+
+Run from the repository root on a quiet machine (about 35 minutes on 2 cores); its output is committed beside it and
+the docs' timings are built from it by cog (`tests/readme_tables.py`):
+
+    .ci/env python tests/benchmarks/timings.py > tests/benchmarks/timings.txt
+
+A script, not a pytest test: the seconds depend on the machine and on what else runs on it, so nothing is asserted about
+them. It fails when a command fails. `--only main quick` times some of them (the environment is always built first). Its last
+line is the seconds as JSON.
+"""
+import argparse, json, os, platform, shutil, subprocess, sys, tempfile, time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMANDS = {  # the README's commands, as typed there
+    'main': 'mkdir -p runs/train && .ci/env papermill nbs/train.ipynb runs/train/train.ipynb',
+    'quick': '.ci/env pytest tests -m "not slow"',
+    'suite': 'bash .ci/run',
+}
+
+def minutes(s:float) -> str: return f'{int(s // 60)} min {round(s % 60):02d} s'
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--only', nargs='+', choices=list(COMMANDS), default=list(COMMANDS), help='the commands to time')
+    a = p.parse_args()
+    head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    work = Path(tempfile.mkdtemp(prefix='caopd-timings-'))
+    try:
+        subprocess.run(['git', 'clone', '-q', str(ROOT), str(work/'main')], check=True)
+        os.symlink(ROOT.parent/'shared', work/'shared')
+        env = {k: v for k, v in os.environ.items() if k not in ('VIRTUAL_ENV', 'CAOPD_VENV', 'PYTHONPATH')}
+        env['PATH'] = os.pathsep.join(d for d in env['PATH'].split(os.pathsep) if not d.startswith(str(ROOT)))
+        def timed(cmd:str) -> float:
+            t0 = time.perf_counter()
+            res = subprocess.run(['bash', '-c', cmd], cwd=work/'main', env=env, capture_output=True, text=True)
+            if res.returncode != 0:
+                sys.exit(f'{cmd}: exit {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}')
+            return time.perf_counter() - t0
+        got = dict(commit=head, machine=platform.machine(), cores=os.cpu_count(), environment=timed('.ci/env true'))
+        for name in a.only: got[name] = timed(COMMANDS[name])
+    finally: shutil.rmtree(work, ignore_errors=True)
+    print(f"commit {head}, {got['machine']}, {got['cores']} cores, a fresh clone: environment build {minutes(got['environment'])}")
+    for name in a.only: print(f'{COMMANDS[name]}: {minutes(got[name])}')
+    print(json.dumps(got))  # the last line: what tests/readme_tables.py reads
+
+if __name__ == '__main__': main()
