@@ -154,12 +154,13 @@ def _forward_kw(model) -> tuple:
 def tree_attention_ok(model, # a transformers causal LM
                       cache=None, # a key-value cache it made (its layers say whether they slide)
                      ) -> bool:
-    "Whether a custom 4D mask steers `model`'s attention everywhere: sdpa or eager attention, and no sliding-window layer."
+    "Whether the readout's own attention computes what `model`'s does: plain softmax attention (sdpa or eager) over every key."
     cfg = model.config
     sliding = any('sliding' in str(t) for t in (getattr(cfg, 'layer_types', None) or [])) or bool(
         getattr(cfg, 'use_sliding_window', False) and getattr(cfg, 'sliding_window', None))
     sliding = sliding or any(getattr(layer, 'is_sliding', False) for layer in getattr(cache, 'layers', None) or [])
-    return (getattr(cfg, '_attn_implementation', None) or 'eager') in ('sdpa', 'eager') and not sliding
+    capped = getattr(cfg, 'attn_logit_softcapping', None) is not None  # Gemma 2's tanh on the scores
+    return (getattr(cfg, '_attn_implementation', None) or 'eager') in ('sdpa', 'eager') and not sliding and not capped
 
 def plain_next_probs(model, # a transformers causal LM
                      prefix_ids:list[int], # the prompt and the completion up to the label, as token ids
@@ -252,9 +253,10 @@ def transformers_batch_next_probs(model, # a transformers causal LM
     for k, r in enumerate(rows): allowed[r, starts[k]:starts[k] + C[k]] = True
     reading, column = _TreeReading(base, rows, allowed, [None] * len(base)), {}  # node -> its column among its row's tree tokens
     def next_probs(nodes):
-        slot, T = {}, column and max(column.values()) + 1 or 0
-        for k, s in nodes: slot[(k, s)] = sum(1 for x in slot if x[0] == k)
-        q = max(slot.values()) + 1
+        T = reading.tree[0][0].shape[2] if reading.tree[0] is not None else 0  # the tree tokens read so far, per row
+        slot, taken = {}, {}  # each node's slot in its row's part of this level
+        for k, s in nodes: slot[(k, s)], taken[k] = taken.get(k, 0), taken.get(k, 0) + 1
+        q = max(taken.values())
         mask = torch.zeros(allowed.shape[0], q, allowed.shape[1] + T + q, dtype=torch.bool, device=d)
         mask[:, :, :allowed.shape[1]] = allowed[:, None]
         mask[:, range(q), [allowed.shape[1] + T + c for c in range(q)]] = True  # each slot sees itself (an empty one only that)

@@ -287,6 +287,12 @@ def timings() -> str:
             + "\nMeasured by `tests/benchmarks/timings.py` (`tests/benchmarks/timings.txt`).\n")
 
 
+def main_job_stages() -> str:
+    "Where the README main job's time went, stage by stage (`tests/benchmarks/main_job_stages.py`'s committed output)."
+    lines = (BENCHMARKS/'main_job_stages.txt').read_text().splitlines()[:-1]  # the last line is its JSON
+    return '```\n' + '\n'.join(lines) + '\n```\n'
+
+
 def readout_benchmark() -> str:
     "The readout benchmark's committed output, whole."
     return '```\n' + (BENCHMARKS/'bench_readout.txt').read_text().rstrip('\n') + '\n```\n'

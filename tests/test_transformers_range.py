@@ -92,3 +92,42 @@ def test_the_version_table_judges_by_the_range():
     from caopd.machine import declared_ranges
     assert (str(transformers_range().specifier), 'caopd') in declared_ranges()['transformers'], \
         'the installed metadata is stale: re-run .ci/env (it reinstalls when settings.ini changes)'
+
+
+READOUT_UNDER_OLDEST = '''
+import torch, transformers
+from transformers import LlamaConfig, LlamaForCausalLM
+from caopd.generation import _generate_batches
+from caopd.models import tiny_model
+from caopd.readout import TokenTable, expected_value, expected_values, plain_next_probs, transformers_batch_next_probs
+from caopd.readout import transformers_readouts
+torch.manual_seed(0)
+texts = ['0', '1', '2', '5', '.', '0.', '.5', '25', ' 0', '1.0', '5\\n', ' ', '\\n', 'a', '%']
+lm = LlamaForCausalLM(LlamaConfig(vocab_size=len(texts), hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                                  num_attention_heads=2, num_key_value_heads=1)).eval()
+prefixes, table = [[13, 11], [3, 7, 13, 11]], TokenTable.from_texts(texts)
+tree = expected_values(transformers_batch_next_probs(lm, prefixes), 2, table, prune=0)
+plain = [expected_value(plain_next_probs(lm, p), table, prune=0) for p in prefixes]
+assert all(abs(a.expected - b.expected) < 1e-6 and a.nodes == b.nodes for a, b in zip(tree, plain)), (tree, plain)
+model, tok = tiny_model(seed=0)
+heads, got = ['It is 4.\\nConfidence:', 'Maybe 5.\\nConfidence:'], []
+_generate_batches(model, tok, [0, 1], heads, 2, lambda k, t, c: got.append((t, c)), with_cache=True, max_new_tokens=3,
+                  do_sample=False)
+(conts, cont), = got
+comps = [h + t for h, t in zip(heads, conts)]
+shared = transformers_readouts(model, tok, ['', ''], comps, continued=cont)
+own = transformers_readouts(model, tok, ['', ''], comps)
+assert all(cont.holds(k, tok(h, add_special_tokens=False)['input_ids']) for k, h in enumerate(heads))
+assert all(abs(a.mass - b.mass) + abs(a.outside - b.outside) < 1e-5 and a.nodes == b.nodes for a, b in zip(shared, own)), (shared, own)
+print('transformers', transformers.__version__, 'readout ok')
+'''
+
+
+def test_the_oldest_transformers_reads_the_expected_confidence(old_transformers):
+    """The readout's own attention (`caopd_tree`) and the generation's cache under the oldest transformers: the trees read
+    as the definition reads them, and the answers read from the generation's cache as with a pass of their own."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(old_transformers), str(ROOT), os.environ.get('PYTHONPATH', '')]))
+    res = subprocess.run([sys.executable, '-c', READOUT_UNDER_OLDEST], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600, env=env)
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert f'transformers {oldest()}.' in res.stdout and 'readout ok' in res.stdout
