@@ -313,13 +313,14 @@ def prepare(args:RunArguments, # the run's parameters (`caopd.arguments.parse_ar
     return Run(args, settings, folder, settings.start, train_rows)
 
 def _train(run:RunArguments) -> RunFolder:
+    t0 = time.time()
+    settings = resolve_settings(run)
+    if run.dry_run: return dry_run(run, settings)
+    # TRL, peft and the trainer are imported only by a run that trains: a refusal or a plan answers without them (seconds)
     from transformers.trainer_utils import get_last_checkpoint
     from caopd.baselines import build_trainer
     from caopd.guards import NonFiniteGuard
     from caopd.trainer import StepTimer
-    t0 = time.time()
-    settings = resolve_settings(run)
-    if run.dry_run: return dry_run(run, settings)
     if settings.world_size > 1 and 'WORLD_SIZE' not in os.environ:  # one process would train alone on the batch planned for all
         raise Refusal(f"{settings.world_size} training processes are planned (num_processes, or one per visible GPU) but "
                       f"this is one process, started without a launcher: start them with "
