@@ -269,6 +269,19 @@ class RunSettings:
         "What `settings.json` holds: every field, as JSON reads it back."
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
+    @classmethod
+    def from_record(cls, record:dict, # `record()` read back: a run folder's settings.json
+                    where:str='the settings record', # what it was read from, for the message
+                   ) -> RunSettings:
+        "The settings `record` holds, field for field; refused, naming the fields, where it holds other fields than these settings have."
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing, unknown = [n for n in names if n not in record], sorted(set(record) - set(names))
+        if missing or unknown:
+            raise Refusal(f"{where} is not a record of this caopd's run settings ({'lacks ' + ', '.join(missing) if missing else ''}"
+                          f"{'; ' if missing and unknown else ''}{'has no field ' + ', '.join(unknown) if unknown else ''}): "
+                          f"it was written by another version of caopd; plan the run again with this one (caopd-train)")
+        return cls(**record)
+
 # %% ../nbs/11a_arguments.ipynb #c011
 def node_gpus(preset:str) -> int:
     "The GPUs of the node a run trains on: the visible ones, or without any the node its preset is for (a plan)."

@@ -480,7 +480,8 @@ def plan_overrides(overrides:dict, # `settings.trainer_overrides`: fields of the
 
 def generation_batch(settings, # a run's resolved settings (`caopd.arguments.RunSettings`)
                     ) -> int:
-    "Sequences one process's largest transformers `generate()` call of a step holds: its distilled rollouts, or the K apart."
+    "Sequences one process's largest transformers `generate()` call of a step holds: its distilled rollouts, or the K apart (none where vLLM generates them)."
+    if settings.use_vllm: return 0  # vLLM's rollouts: colocated (its share is planned) or on the server's own GPUs
     # TRL generates a process's completions of a step in one call (steps_per_generation micro-batches); the paper's SDFT
     # then draws each of those prompts' K rollouts for mu_hat in one more call (`CaOPDMixin._draw_more_rollouts`)
     s = settings.sampling

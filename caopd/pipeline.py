@@ -96,7 +96,7 @@ def training_stage(run:Run, # `prepare(...)`
         _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): nothing to train; "
                   f"resume=False (--resume false) trains it again from the start")
         return folder.checkpoint
-    cmd = launch_command(run.args, s)
+    cmd = launch_command(run.args, s, folder.settings)  # the processes read the run as `prepare` recorded it, never resolve it again
     if server_command(s):  # server mode: the vLLM server on its own GPUs for the training's length
         print(f"$ {shlex.join(server_command(s))}  # vLLM server, output in {folder.path/'vllm_server.log'}", flush=True)
     print('$ ' + shlex.join(cmd), flush=True)

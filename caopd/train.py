@@ -18,7 +18,8 @@ _log = logging.getLogger('caopd.train')  # the library's messages (caopd/__init_
 __all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'trainer_config', 'readout_decimals', 'lora_config',
            'method_args', 'Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained',
            'TrainingDone', 'StopWhenTrained', 'end_process_group', 'check_start', 'process_record', 'Run', 'prepare',
-           'train', 'launch_command', 'server_command', 'vllm_server', 'run_logged', 'sampling_text', 'dry_run', 'main']
+           'train', 'accept_record', 'train_recorded', 'launch_command', 'server_command', 'vllm_server', 'run_logged',
+           'sampling_text', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:RunSettings, # `resolve_settings(...)`
@@ -316,28 +317,31 @@ def _train(run:RunArguments) -> RunFolder:
     t0 = time.time()
     settings = resolve_settings(run)
     if run.dry_run: return dry_run(run, settings)
-    # TRL, peft and the trainer are imported only by a run that trains: a refusal or a plan answers without them (seconds)
-    from transformers.trainer_utils import get_last_checkpoint
-    from caopd.baselines import build_trainer
-    from caopd.guards import NonFiniteGuard
-    from caopd.trainer import StepTimer
     if settings.world_size > 1 and 'WORLD_SIZE' not in os.environ:  # one process would train alone on the batch planned for all
         raise Refusal(f"{settings.world_size} training processes are planned (num_processes, or one per visible GPU) but "
                       f"this is one process, started without a launcher: start them with "
                       f"`{shlex.join(launch_command(run, settings))}` (caopd-train does), or pass num_processes=1")
     prepared = prepare(run, settings)  # what caopd-train's own `prepare` did already is found done, settings.json unchanged
-    settings, folder = prepared.settings, prepared.folder
-    if run.resume and folder.training.is_file():  # rerunning a finished run trains nothing
+    return _fit(prepared.settings, prepared.folder, prepared.train_rows, t0)
+
+def _fit(settings:RunSettings, folder:RunFolder, train_rows, t0:float) -> RunFolder:
+    "Build the method's trainer from `settings` and train it into `folder` (resumed from its last checkpoint), then save."
+    # TRL, peft and the trainer are imported only by a run that trains: a refusal or a plan answers without them (seconds)
+    from transformers.trainer_utils import get_last_checkpoint
+    from caopd.baselines import build_trainer
+    from caopd.guards import NonFiniteGuard
+    from caopd.trainer import StepTimer
+    if settings.resume and folder.training.is_file():  # rerunning a finished run trains nothing
         _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): "
                   f"nothing to train; resume=False (--resume false) trains it again from the start")
         return folder
-    last = get_last_checkpoint(str(folder.trainer)) if run.resume and folder.trainer.is_dir() else None
+    last = get_last_checkpoint(str(folder.trainer)) if settings.resume and folder.trainer.is_dir() else None
     if _main_process(): folder.discard_training(from_scratch=last is None)  # nothing of an earlier training mixes in
     if settings.world_size > 1:  # no process builds its trainer in the folder while the main one clears it
         from accelerate import PartialState
         PartialState().wait_for_everyone()
     log, guard = RunFolderLog(folder), NonFiniteGuard()  # a step whose loss or gradient is not finite is skipped
-    trainer = build_trainer(settings.method, prepared.start, settings.domain, train_dataset=prepared.train_rows,
+    trainer = build_trainer(settings.method, settings.start, settings.domain, train_dataset=train_rows,
                             output_dir=folder.trainer, peft_config=lora_config(settings),
                             callbacks=[StepTimer(), guard, log, StopWhenTrained()], **trainer_config(settings, folder))
     log.trainer = trainer
@@ -361,14 +365,60 @@ def train(run:RunArguments, # the run's parameters
     try: return _train(run)
     finally: end_process_group()  # also on an error: a rank must not leave gloo's threads to the interpreter's exit
 
+def accept_record(path:str|Path, # the run's settings record: its folder's settings.json, as `prepare` wrote it
+                 ) -> RunSettings:
+    "The settings of a run planned by another process (caopd-train, `nbs/train.ipynb`), checked only for what is this process's own: its place among the planned processes and the GPUs it sees."
+    import torch
+    from caopd.io import read_json
+    try: record = read_json(path, 'caopd-train writes it before it launches the training processes')
+    except (FileNotFoundError, ValueError) as e: raise Refusal(str(e)) from None
+    settings = RunSettings.from_record(record, str(path))
+    world, rank = int(os.environ.get('WORLD_SIZE', 1)), int(os.environ.get('RANK', 0))
+    if world != settings.world_size or not 0 <= rank < world:
+        raise Refusal(f"{path} plans {settings.world_size} training process(es), but this is process {rank} of {world} "
+                      f"(WORLD_SIZE, RANK): start them with the launch command caopd-train prints (--dry_run true shows it)")
+    if settings.scale == 'gpu':  # planned on GPUs: the ones this process sees must be those the plan trains on
+        want = len(settings.training_gpus or []) or settings.world_size  # server mode: the launch narrows them
+        seen = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if seen < want or (settings.training_gpus and seen != want):
+            narrowed = f" ({_gpus(settings.training_gpus)})" if settings.training_gpus else ''
+            raise Refusal(f"{path} plans training on {want} GPU(s){narrowed}, but this process sees {seen} "
+                          f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}): start it with "
+                          f"the launch command caopd-train prints")
+    return settings
+
+def train_recorded(path:str|Path, # the run's settings record (`accept_record`)
+                  ) -> RunFolder:
+    "Train as one of the processes a planned run launched (`python -m caopd.train --settings FILE`): the run is read from its record, never resolved again."
+    from caopd.guards import guard_attention
+    from caopd.runfolder import diff_text, identity_diff
+    try:
+        t0, settings = time.time(), accept_record(path)
+        folder = RunFolder(settings.out)
+        if folder.read_settings(missing_ok=True) != settings.record():  # the run its folder was prepared for
+            raise Refusal(f"{path} is not the settings of the run {folder.path} holds ({folder.settings.name} is missing "
+                          f"or differs): prepare the run with caopd-train (or nbs/train.ipynb), which writes it")
+        guard_attention()  # its effect in this process (the record holds what the planning process found)
+        train_rows, _, drawn = select_prompts(settings)
+        diff = identity_diff(settings.record(), drawn.record())
+        if diff: raise Refusal(f"the training prompts drawn here are not those {path} records ({diff_text(diff)}): "
+                               f"the data changed since the run was planned; plan it again with caopd-train")
+        return _fit(settings, folder, train_rows, t0)
+    finally: end_process_group()
+
 # %% ../nbs/13_train.ipynb #20e8ed00
-def launch_command(run:RunArguments, settings:RunSettings|None=None) -> list[str]:
-    "The command that trains `run`: python, accelerate launch (GPUs, FSDP2) or torchrun (CPU processes)."
+def launch_command(run:RunArguments, settings:RunSettings|None=None,
+                   record:str|Path|None=None, # the settings record the processes read (`train_recorded`): the run folder's settings.json
+                  ) -> list[str]:
+    "The command that trains `run`: python, accelerate launch (GPUs, FSDP2) or torchrun (CPU processes); with `record`, the processes read the run from it instead of resolving `run`'s arguments again."
     import torch
     settings = settings or resolve_settings(run)
-    n, args = settings.world_size, ['-m', 'caopd.train', *cli_args(dataclasses.replace(run, dry_run=False))]
+    n = settings.world_size
+    args = ['-m', 'caopd.train', *(['--settings', str(record)] if record is not None else
+                                   cli_args(dataclasses.replace(run, dry_run=False)))]
     if settings.training_gpus:  # server mode: training does not see the server's GPUs
-        return ['env', _gpus(settings.training_gpus), *launch_command(run, dataclasses.replace(settings, training_gpus=None))]
+        return ['env', _gpus(settings.training_gpus),
+                *launch_command(run, dataclasses.replace(settings, training_gpus=None), record)]
     if n == 1: return [sys.executable, *args]
     if torch.cuda.is_available() or settings.preset == 'paper':
         offload = ['--fsdp_offload_params', 'true'] if settings.fsdp_offload else []  # over the recipe's false
@@ -462,7 +512,7 @@ def dry_run(run:RunArguments, settings:RunSettings|None=None, verbose:bool=True)
     changed = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)
                if f.init and getattr(args, f.name) != default(f) and f.name != 'output_dir'}
     plan = run_memory_plan(settings, run.gpu)
-    cmd, server = launch_command(run, settings), server_command(settings)
+    cmd, server = launch_command(run, settings, folder.settings), server_command(settings)  # what caopd-train launches
     if verbose:
         print(f"{settings.method} on {settings.model} ({settings.preset} preset, {settings.protocol}); "
               f"run folder {settings.out}")
@@ -479,6 +529,7 @@ def dry_run(run:RunArguments, settings:RunSettings|None=None, verbose:bool=True)
         print(f'memory: {plan.summary()}')
         if server: print(f"{server_plan(settings, run.gpu)}; started first (the notebook does it): {shlex.join(server)}")
         print('launch: ' + shlex.join(cmd))
+        print(f"        (the processes read the run from {folder.settings}, which caopd-train writes before it launches them)")
     if not plan.fits:
         from caopd.memory import check_fits
         check_fits(plan)
@@ -487,7 +538,12 @@ def dry_run(run:RunArguments, settings:RunSettings|None=None, verbose:bool=True)
 # %% ../nbs/13_train.ipynb #d489c890
 def main(argv:list[str]|None=None):
     "The training stage of one run (see `RunArguments`; `--help` lists them): exit 0 when it trained, 2 and one line when refused."
-    with refusals('caopd-train'): train(parse_args(argv))
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    with refusals('caopd-train'):
+        if argv[:1] != ['--settings']: return train(parse_args(argv))
+        if len(argv) != 2: raise Refusal("--settings takes one file, a run's settings.json as caopd-train writes it, and "
+                                         "nothing beside it: the run's arguments are in it")
+        train_recorded(argv[1])  # a process caopd-train launched: the run as the planning process resolved it
 
 # %% ../nbs/13_train.ipynb #c039
 if __name__ == '__main__' and Path(sys.argv[0]).name == 'train.py': main()  # python -m caopd.train (not a notebook kernel)

@@ -1,6 +1,6 @@
 """A GPU user's first hour (issue 'A GPU user's first hour'), on this CPU machine: the node is a stand-in, torch answering
 as a node of one or several H100s would. Each refusal is one line, before any file of the run is written."""
-import subprocess, sys
+import dataclasses, subprocess, sys
 from types import SimpleNamespace
 
 import pytest
@@ -101,6 +101,11 @@ def test_server_mode_takes_gpus_of_its_own(node, monkeypatch):
     monkeypatch.setattr(importlib.util, 'find_spec', lambda name, *a: object() if name == 'vllm' else find(name, *a))
     with pytest.raises(Refusal, match='need 5 GPUs'):
         resolve_settings(RunArguments(model='Qwen3-8B', vllm_mode='server', num_processes=4))
+    # the training GPUs hold no rollout generation: the server makes them (the plan used to count transformers' KV
+    # caches for a whole step there, 180 GiB, and refused the paper's run in server mode on four H200s)
+    from caopd.memory import run_memory_plan
+    plan = run_memory_plan(resolve_settings(dataclasses.replace(run, dry_run=False)))
+    assert plan.parts['generation'] == 0 and plan.parts['vllm'] == 0, plan.summary()
 
 
 def test_the_vllm_server_runs_for_the_block_only(monkeypatch, tmp_path):

@@ -83,7 +83,9 @@ def test_cli_refuses_what_cannot_fit_and_names_the_fix():
     ok = subprocess.run([sys.executable, '-m', 'caopd.train', '--config', str(ROOT/'data'/'recipes'/'qwen3-8b-chemistry-caopd-sdft-lora.yaml'),
                          '--dry_run', 'true'], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0, ok.stderr[-3000:]
-    assert '(fits)' in ok.stdout and 'launch: ' in ok.stdout and '--lora_r 64' in ok.stdout
+    assert '(fits)' in ok.stdout and 'launch: ' in ok.stdout
+    # the launched processes read the run from its record, never from arguments they would resolve again (issue 47)
+    assert '-m caopd.train --settings runs/train/qwen3-8b-chemistry-caopd-sdft-lora64-seed0/settings.json' in ok.stdout
     assert 'run folder runs/train/qwen3-8b-chemistry-caopd-sdft-lora64-seed0' in ok.stdout  # no out: named after the run
 
 
