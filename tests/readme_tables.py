@@ -280,10 +280,11 @@ def timings() -> str:
     what = dict(main="the main job (one training run, end to end; the environment built before)",
                 quick="the quick loop: the tests not marked slow, every library notebook's lessons among them",
                 suite="the whole suite as CI runs it (`bash .ci/run`), with the environment build before it")
-    rows = [[f"`{COMMANDS[k]}`", what[k], minutes(got[k] + (got['environment'] if k == 'suite' else 0))]
-            for k in COMMANDS if k in got]
-    rows.insert(0, ['`.ci/env true`', 'the environment build alone (a new `.venv`)', minutes(got['environment'])])
-    return (_table(['command', 'what it runs', f"time (fresh clone of {got['commit']}, {got['cores']} cores)"], rows)
+    commits = got.get('commits', {})  # each command's commit (timings.py --keep keeps earlier ones)
+    rows = [[f"`{COMMANDS[k]}`", what[k], minutes(got[k] + (got['environment'] if k == 'suite' else 0)),
+             commits.get(k, got['commit'])] for k in COMMANDS if k in got]
+    rows.insert(0, ['`.ci/env true`', 'the environment build alone (a new `.venv`)', minutes(got['environment']), got['commit']])
+    return (_table(['command', 'what it runs', f"time (a fresh clone, {got['cores']} cores)", 'commit'], rows)
             + "\nMeasured by `tests/benchmarks/timings.py` (`tests/benchmarks/timings.txt`).\n")
 
 

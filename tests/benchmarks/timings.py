@@ -7,8 +7,14 @@ the docs' timings are built from it by cog (`tests/readme_tables.py`):
     .ci/env python tests/benchmarks/timings.py > tests/benchmarks/timings.txt
 
 A script, not a pytest test: the seconds depend on the machine and on what else runs on it, so nothing is asserted about
-them. It fails when a command fails. `--only main quick` times some of them (the environment is always built first). Its last
-line is the seconds as JSON.
+them. It fails when a command fails. `--only main quick` times some of them (the environment is always built first);
+with `--keep` an earlier output's other commands keep their seconds, each with the commit it was timed at (write to
+another file first: the shell empties the one it redirects to before the script reads it):
+
+    .ci/env python tests/benchmarks/timings.py --only suite --keep tests/benchmarks/timings.txt > /tmp/timings.txt
+    mv /tmp/timings.txt tests/benchmarks/timings.txt
+
+Its last line is the seconds as JSON, with the commit of each command (`commits`).
 """
 import argparse, json, os, platform, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -25,7 +31,9 @@ def minutes(s:float) -> str: return f'{int(s // 60)} min {round(s % 60):02d} s'
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--only', nargs='+', choices=list(COMMANDS), default=list(COMMANDS), help='the commands to time')
+    p.add_argument('--keep', type=Path, help="an earlier output: the commands not timed now keep its seconds and commits")
     a = p.parse_args()
+    earlier = json.loads(a.keep.read_text().splitlines()[-1]) if a.keep else {}  # read before the output replaces it
     head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     work = Path(tempfile.mkdtemp(prefix='caopd-timings-'))
     try:
@@ -42,8 +50,15 @@ def main():
         got = dict(commit=head, machine=platform.machine(), cores=os.cpu_count(), environment=timed('.ci/env true'))
         for name in a.only: got[name] = timed(COMMANDS[name])
     finally: shutil.rmtree(work, ignore_errors=True)
+    got['commits'] = {name: head for name in a.only}
+    for name in COMMANDS:  # kept from the earlier output, with the commit each was timed at
+        if name not in a.only and name in earlier:
+            got[name], got['commits'][name] = earlier[name], earlier.get('commits', {}).get(name, earlier['commit'])
     print(f"commit {head}, {got['machine']}, {got['cores']} cores, a fresh clone: environment build {minutes(got['environment'])}")
-    for name in a.only: print(f'{COMMANDS[name]}: {minutes(got[name])}')
+    for name in COMMANDS:
+        if name not in got: continue
+        kept = '' if got['commits'][name] == head else f" (kept from {a.keep}: timed at {got['commits'][name]})"
+        print(f'{COMMANDS[name]}: {minutes(got[name])}{kept}')
     print(json.dumps(got))  # the last line: what tests/readme_tables.py reads
 
 if __name__ == '__main__': main()
