@@ -32,8 +32,9 @@ PRESETS = {
                   eval_temperature=0.6, eval_top_p=0.95, rollout_sampling='paper',  # training rollouts at 1.0 (Table 6)
                   sampling_scheme='paper',  # SDFT: one distilled trajectory per prompt + K = 8 apart for mu_hat; SDPO: reuse
                   # Table 6's 'rollout importance sampling clip 2' is the configs' distillation_is_clip, but it has no effect:
-                  # TRL 1.16 computes rollout log-probs only when a generation batch feeds several optimizer steps, which
-                  # no preset does, and has no vLLM-sampler correction (what the clip is for in the paper's verl stack)
+                  # TRL 1.16 computes rollout log-probs only where gradient_accumulation_steps is not a multiple of
+                  # steps_per_generation x num_iterations (caopd.train.clip_applies), which no preset's defaults give
+                  # (--num_iterations 2 does), and has no vLLM-sampler correction (the clip's use in the paper's verl stack)
                   gradient_checkpointing=True,  # TRL's default, which the memory plan assumes
                   save_steps=50),  # checkpoint interval: ours
     'cpu': dict(domain='arithmetic', K=4, learning_rate=1e-4, max_steps=6, num_train_epochs=1, prompts_per_step=4,

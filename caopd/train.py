@@ -15,11 +15,11 @@ from .runfolder import RunFolder
 _log = logging.getLogger('caopd.train')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
 
 # %% auto #0
-__all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'trainer_config', 'readout_decimals', 'lora_config',
-           'method_args', 'Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained',
+__all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'trainer_config', 'readout_decimals', 'lora_fields',
+           'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained',
            'TrainingDone', 'StopWhenTrained', 'end_process_group', 'check_start', 'process_record', 'Run', 'prepare',
            'train', 'accept_record', 'train_recorded', 'launch_command', 'server_command', 'vllm_server', 'run_logged',
-           'sampling_text', 'dry_run', 'main']
+           'sampling_text', 'clip_applies', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:RunSettings, # `resolve_settings(...)`
@@ -144,13 +144,17 @@ def readout_decimals(settings:RunSettings, # `resolve_settings(...)`
                            leave_one_out=not separate and s.get('confidence_leave_one_out', True))
     return max(2, confidence_decimals(k))
 
+def lora_fields(settings:RunSettings) -> dict|None:
+    "The fields of the run's PEFT `LoraConfig` (rank r, alpha 2r, every linear layer: our choice), or None for full fine-tuning."
+    if not settings.lora_r: return None
+    return dict(r=settings.lora_r, lora_alpha=2 * settings.lora_r, target_modules='all-linear', task_type='CAUSAL_LM')
+
 def lora_config(settings:RunSettings):
     "A PEFT `LoraConfig` for `settings.lora_r`, or None for full fine-tuning."
-    if not settings.lora_r: return None
+    if not (fields := lora_fields(settings)): return None
     try: from peft import LoraConfig
     except ImportError: raise ImportError("lora_r needs PEFT: pip install peft") from None
-    return LoraConfig(r=settings.lora_r, lora_alpha=2 * settings.lora_r, target_modules='all-linear',
-                      task_type='CAUSAL_LM')
+    return LoraConfig(**fields)
 
 # %% ../nbs/13_train.ipynb #c019
 def method_args(settings:RunSettings, folder:RunFolder, cfg:dict|None=None):
@@ -503,6 +507,10 @@ def sampling_text(settings:RunSettings) -> str:
     mean = 'leave-one-out mean of the other' if s.get('confidence_leave_one_out') and G > 1 else 'mean of the'
     return f"{text}; mu_hat: the {mean} {G} distilled rollouts of the prompt"
 
+def clip_applies(config) -> bool:
+    "Whether the rollout importance-sampling clip (`distillation_is_clip`) acts: TRL's SDFT and SDPO trainers compute the rollouts' log-probs only under this condition (`_compute_rollout_logps`)."
+    return config.gradient_accumulation_steps % (config.steps_per_generation * config.num_iterations) != 0
+
 def dry_run(run:RunArguments, settings:RunSettings|None=None, verbose:bool=True) -> dict:
     "Build every config of `run`, print the launch command and the memory plan; raise when the plan cannot fit."
     settings = settings or resolve_settings(dataclasses.replace(run, dry_run=True))  # a plan: no GPU or vLLM needed here
@@ -521,11 +529,19 @@ def dry_run(run:RunArguments, settings:RunSettings|None=None, verbose:bool=True)
                   "stop (run it on a GPU node)")
         print(f"{type(args).__name__} (fields that differ from TRL's defaults):")
         for k, v in changed.items(): print(f'  {k} = {v!r}')
+        lora = lora_fields(settings)
+        print('weights: ' + ('full fine-tuning' if lora is None else
+                             'LoRA adapters (PEFT LoraConfig: ' + ', '.join(f'{k}={v!r}' for k, v in lora.items()) + ')'))
         print(f'sampling: {sampling_text(settings)}')
         clip = getattr(args, 'distillation_is_clip', None)
-        if clip is not None and args.steps_per_generation <= args.gradient_accumulation_steps:
-            print(f"distillation_is_clip = {clip} (Table 6's rollout importance-sampling clip) has no effect here: TRL "
-                  f"computes rollout log-probs only when one generation batch feeds several optimizer steps")
+        if clip is not None:
+            every = f"steps_per_generation x num_iterations = {args.steps_per_generation} x {args.num_iterations}"
+            print(f"distillation_is_clip = {clip} (Table 6's rollout importance-sampling clip) " +
+                  (f"applies: gradient_accumulation_steps = {args.gradient_accumulation_steps} is not a multiple of "
+                   f"{every}, so TRL keeps the rollouts' log-probs to correct the later micro-batches"
+                   if clip_applies(args) else
+                   f"has no effect here: TRL computes the rollouts' log-probs only where gradient_accumulation_steps "
+                   f"= {args.gradient_accumulation_steps} is not a multiple of {every}"))
         print(f'memory: {plan.summary()}')
         if server: print(f"{server_plan(settings, run.gpu)}; started first (the notebook does it): {shlex.join(server)}")
         print('launch: ' + shlex.join(cmd))

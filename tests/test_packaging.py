@@ -170,7 +170,8 @@ def test_wheel_reads_its_data_outside_the_checkout(wheel, tmp_path):
     res = subprocess.run([sys.executable, '-m', 'caopd.train', '--config', 'qwen3-8b-chemistry-caopd-sdft-lora.yaml',
                           '--dry_run', 'true', '--out', str(tmp_path/'lora')], capture_output=True, text=True,
                          timeout=300, cwd=tmp_path, env=env)
-    assert res.returncode == 0 and '--lora_r 64' in res.stdout and '(fits)' in res.stdout, res.stderr[-3000:]
+    assert res.returncode == 0 and 'LoRA adapters (PEFT LoraConfig: r=64,' in res.stdout and '(fits)' in res.stdout, \
+        res.stdout[-2000:] + res.stderr[-3000:]
 
 
 def test_import_caopd_is_light_and_offers_the_first_names():
