@@ -1,8 +1,8 @@
 """The `paper` preset against the paper: the TRL config each method's dry run builds for Qwen3-8B on the paper's node,
 checked row by row against Table 6 (`data/paper/table6_hyperparameters.csv`), Table 9 (`table9_cost_summary.csv`) and the
-sampling sentences of the text (`data/paper/sampling.csv`), each transcribed once. A change that drifts from the paper
-fails here."""
-import re
+sampling sentences of the text (`data/paper/sampling.csv`), each transcribed once; and every sampling row on one
+scripted step of each CaOPD trainer built with the preset's fields. A change that drifts from the paper fails here."""
+import dataclasses, re
 from pathlib import Path
 
 import pandas as pd
@@ -172,3 +172,119 @@ def test_api_grid_is_table10():
     for _, p in g['runs']:
         assert (p['backend'], p['domain'], p['limit'], p['n_samples']) == ('openai', 'chemistry', 0, 8)
         assert p['max_new_tokens'] == one('Max response length')
+
+
+# The paper preset's trainers, not only their configs: one scripted step of each CaOPD backbone
+RIGHT = (3, 5)  # of the K rollouts behind mu_hat, right ones for the first and the second question
+
+
+def caopd_fields(config) -> dict:
+    "What decides mu_hat and its targets: every field CaOPD adds to (or sets for) the backbone's config, but the optimiser's."
+    from caopd.config import CaOPDConfig, CaOPDSDFTConfig
+    from trl.experimental.sdft import SDFTConfig
+    from trl.experimental.sdpo import SDPOConfig
+    backbone = SDFTConfig if isinstance(config, CaOPDSDFTConfig) else SDPOConfig
+    names = {f.name for f in dataclasses.fields(CaOPDConfig)} | \
+        ({f.name for f in dataclasses.fields(config)} - {f.name for f in dataclasses.fields(backbone)})
+    names -= {'learning_rate', 'warmup_steps', 'weight_decay', 'max_prompt_length'}
+    return {n: getattr(config, n) for n in sorted(names)}
+
+
+@pytest.fixture(scope='module')
+def paper_steps(plans, tmp_path_factory):
+    """One training step of CaOPD-SDFT and of CaOPD-SDPO, built with every CaOPD field of the paper preset's config (K,
+    the sampling scheme, the estimator, leave-one-out, decimals), on the tiny model and two Chemistry questions, its
+    rollouts scripted (`caopd.testing.script_rollouts`). Of the K rollouts behind mu_hat RIGHT are right; SDFT's distilled
+    rollout is right for the first question and wrong for the second, so a mu_hat that counted it would move."""
+    from caopd.config import CaOPDSDFTConfig, CaOPDSDPOConfig
+    from caopd.data import fixtures_dir, load_domain
+    from caopd.models import tiny_model
+    from caopd.testing import script_rollouts
+    from caopd.trainer import CaOPDSDFTTrainer, CaOPDSDPOTrainer
+    from caopd.verifiers import mcq_reward
+    tmp = tmp_path_factory.mktemp('paper_steps')
+    model, tok = tiny_model(seed=0, save_to=tmp/'tiny')
+    data = load_domain('chemistry', 'train', data_dir=fixtures_dir()).select(range(2))
+    a, b = data['answer']
+    wrong = {x: 'A' if x != 'A' else 'B' for x in (a, b)}
+    text = lambda letter: (f"<reasoning>\nThe product is an amide.\n</reasoning>\n<answer>\n{letter}\n</answer>\n"
+                           f"Confidence: 0.95")
+    scored = [text(a)] * RIGHT[0] + [text(wrong[a])] * (K - RIGHT[0]) + [text(b)] * RIGHT[1] + [text(wrong[b])] * (K - RIGHT[1])
+    steps = {}
+    for backbone, method, trainer_cls, cfg_cls in (('sdft', 'caopd-sdft', CaOPDSDFTTrainer, CaOPDSDFTConfig),
+                                                   ('sdpo', 'caopd-sdpo', CaOPDSDPOTrainer, CaOPDSDPOConfig)):
+        fields = caopd_fields(plans[method]['config'])
+        per_prompt = fields['num_generations']  # the distilled rollouts of a question
+        args = cfg_cls(**fields, output_dir=str(tmp/method), use_cpu=True, bf16=False, report_to='none',
+                       disable_tqdm=True, save_strategy='no', max_completion_length=16, seed=0,
+                       per_device_train_batch_size=2 * per_prompt)
+        trainer = trainer_cls(str(tmp/'tiny'), mcq_reward, args, train_dataset=data, processing_class=tok)
+        distilled = [text(a)] * per_prompt + [text(wrong[b])] * per_prompt
+        script_rollouts(trainer, [distilled, scored] if backbone == 'sdft' else [scored])
+        trainer.model.train()
+        batch = trainer._prepare_training_batch([data[0]] * per_prompt + [data[1]] * per_prompt)
+        n = batch['raw_completion_lengths'].int().tolist()
+        steps[backbone] = dict(trainer=trainer, batch=batch, distilled=distilled, scored=scored, fields=fields,
+                               texts=[tok.decode(batch['completion_ids'][i, :n[i]], skip_special_tokens=True)
+                                      for i in range(len(n))],
+                               calls=[len(p) for p in trainer.scripted_prompt_ids])
+    return steps
+
+
+def _count(value) -> int: return K if value == 'K' else int(value)
+
+def _distilled_per_prompt(step, value):
+    "The batch trains on 2 questions x this many rollouts, the first generation call's."
+    assert len(step['texts']) == step['calls'][0] == 2 * _count(value), step['calls']
+
+def _rollouts_apart_for_mu_hat(step, value):
+    "The generation calls after the distilled one draw this many rollouts a question, scored only."
+    assert sum(step['calls'][1:]) == 2 * _count(value), step['calls']
+
+def _estimator(step, value):
+    "mu_hat is the plain mean of the K rollouts' rewards, for every distilled row (no leave-one-out, no prior)."
+    assert value == 'mean'
+    mu = [r / K for r in RIGHT for _ in range(len(step['texts']) // 2)]
+    assert step['batch']['mu_hat'].tolist() == pytest.approx(mu), step['batch']['mu_hat'].tolist()
+    assert [(t['successes'], t['rollouts']) for t in step['trainer'].confidence_targets] == \
+        [(r, K) for r in RIGHT for _ in range(len(step['texts']) // 2)]
+
+def _target_levels_at_K_8(step, value):
+    "The targets are j/K, written with the decimals that keep K + 1 levels apart; the completions carry them."
+    k = step['trainer']._confidence_k()
+    assert k == K == 8 and len({format_confidence(j / K, k) for j in range(K + 1)}) == int(value)
+    assert [t.splitlines()[-1] for t in step['texts']] == \
+        [f'Confidence: {format_confidence(r / K, k)}' for r in RIGHT for _ in range(len(step['texts']) // 2)]
+    assert 'Confidence: 0.375' in step['texts'][0]  # 3/8, not rounded to 0.38
+
+def _distilled_apart_from_mu_hat_rollouts(step, value):
+    "yes: the distilled rollouts are drawn apart, and their own outcome is not in mu_hat; no: they are the K scored ones."
+    drop_target = lambda texts: [t.rsplit('\n', 1)[0] for t in texts]
+    own = step['distilled'] if value == 'yes' else step['scored']
+    assert drop_target(step['texts']) == drop_target(own)
+    if value == 'yes':  # the first question's distilled rollout is right, the second's wrong: mu_hat would be 4/9, 5/9
+        assert step['batch']['mu_hat'].tolist()[0] == pytest.approx(RIGHT[0] / K)
+    else: assert value == 'no' and len(step['texts']) == 2 * K
+
+SAMPLING_CHECKS = {'distilled_per_prompt': _distilled_per_prompt, 'rollouts_apart_for_mu_hat': _rollouts_apart_for_mu_hat,
+                   'estimator': _estimator, 'target_levels_at_K_8': _target_levels_at_K_8,
+                   'distilled_apart_from_mu_hat_rollouts': _distilled_apart_from_mu_hat_rollouts}
+
+
+def test_every_sampling_row_on_the_trainers(paper_steps):
+    "Each row of sampling.csv holds on a step of the paper preset's trainer of its backbone ('any': of both)."
+    rows = _rows('sampling.csv')
+    unchecked = sorted(set(rows['quantity']) - set(SAMPLING_CHECKS))
+    assert not unchecked, f'sampling.csv: no check on the trainers for {unchecked}; add one to SAMPLING_CHECKS'
+    for r in rows.itertuples():
+        for backbone in (('sdft', 'sdpo') if r.backbone == 'any' else (r.backbone,)):
+            try: SAMPLING_CHECKS[r.quantity](paper_steps[backbone], r.value)
+            except AssertionError as e:
+                raise AssertionError(f'sampling.csv row {r.backbone},{r.quantity},{r.value} fails on {backbone}: {e}') from e
+
+
+def test_the_trainer_check_is_not_vacuous(paper_steps):
+    "A row that said SDPO draws its distilled rollouts apart, or SDFT counts the distilled one, fails on the trainer."
+    with pytest.raises(AssertionError): _distilled_apart_from_mu_hat_rollouts(paper_steps['sdpo'], 'yes')
+    with pytest.raises(AssertionError): _distilled_apart_from_mu_hat_rollouts(paper_steps['sdft'], 'no')
+    with pytest.raises(AssertionError): _rollouts_apart_for_mu_hat(paper_steps['sdpo'], 'K')
