@@ -15,11 +15,11 @@ from .runfolder import RunFolder
 _log = logging.getLogger('caopd.train')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
 
 # %% auto #0
-__all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'trainer_config', 'readout_decimals', 'lora_fields',
-           'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained',
-           'TrainingDone', 'StopWhenTrained', 'end_process_group', 'check_start', 'process_record', 'Run', 'prepare',
-           'train', 'accept_record', 'train_recorded', 'launch_command', 'server_command', 'vllm_server', 'run_logged',
-           'sampling_text', 'clip_applies', 'dry_run', 'main']
+__all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'template_kwargs', 'trainer_config', 'readout_decimals',
+           'lora_fields', 'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter',
+           'save_trained', 'TrainingDone', 'StopWhenTrained', 'end_process_group', 'check_start', 'process_record',
+           'Run', 'prepare', 'train', 'accept_record', 'train_recorded', 'launch_command', 'server_command',
+           'vllm_server', 'run_logged', 'sampling_text', 'clip_applies', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:RunSettings, # `resolve_settings(...)`
@@ -103,6 +103,15 @@ def _checkpointing_field() -> str:
     names = {f.name for f in dataclasses.fields(TrainingArguments)}
     return 'activation_checkpointing' if 'activation_checkpointing' in names else 'gradient_checkpointing'
 
+def template_kwargs(settings:RunSettings) -> dict:
+    "The run's chat-template arguments (`caopd.models.chat_template_kwargs`: Qwen3's thinking mode off, Table 6)."
+    # from the model's name, and from the tokenizer of the weights it starts from where they are on this machine (a
+    # template with an `enable_thinking` switch); a plan of a model not downloaded yet decides by the name alone
+    from caopd.models import chat_template_kwargs, load_tokenizer
+    try: tokenizer = load_tokenizer(settings.start, local_files_only=True)
+    except (OSError, ValueError): tokenizer = None
+    return chat_template_kwargs(settings.model, tokenizer)
+
 def trainer_config(settings:RunSettings, # `resolve_settings(...)`
                    folder:RunFolder, # the run folder (checkpoints go to its trainer/)
                   ) -> dict:
@@ -125,6 +134,7 @@ def trainer_config(settings:RunSettings, # `resolve_settings(...)`
             prompt = settings.trainer_overrides.get('max_prompt_length') or \
                 CaOPDSDFTConfig.__dataclass_fields__['max_prompt_length'].default
             cfg['vllm_max_model_length'] = prompt + settings.max_completion_length
+    cfg['chat_template_kwargs'] = template_kwargs(settings)  # Table 6: thinking mode False
     if settings.rollout_sampling == 'eval':  # rollouts sampled as the evaluation samples; the loss keeps temperature 1
         from caopd.generation import GENERATE_TOP_K
         cfg['generation_kwargs'] = dict(temperature=settings.eval_temperature, top_p=settings.eval_top_p,
@@ -168,11 +178,14 @@ def method_args(settings:RunSettings, folder:RunFolder, cfg:dict|None=None):
     cfg = cfg or trainer_config(settings, folder)
     planned, here = settings.world_size, int(os.environ.get('WORLD_SIZE', 1))
     import torch
-    if settings.scale == 'gpu' and not torch.cuda.is_available():  # a dry run's plan of the GPU node, built here:
-        cfg['use_cpu'] = True  # transformers builds a bf16 config only beside a GPU or with use_cpu; the node's has neither
-        args = method_args(dataclasses.replace(settings, scale='cpu'), folder, cfg)
-        args.use_cpu = False  # what the node's processes build
-        return args
+    if settings.scale == 'gpu' and not torch.cuda.is_available():  # a dry run's plan of the GPU node, built here
+        # as the node's processes build it: no CPU settings (`device_defaults` of a GPU machine), and transformers'
+        # bf16 check answered as the node's GPUs answer it (here it refuses bf16 without use_cpu, which would set
+        # dataloader_pin_memory=False and use_cpu=True, neither of which the node sets)
+        from unittest import mock
+        with mock.patch('transformers.training_args.is_torch_bf16_gpu_available', return_value=True), \
+             mock.patch('caopd.baselines.device_defaults', return_value={}):
+            return method_args(dataclasses.replace(settings, scale='cpu'), folder, cfg)
     if planned == here: return method_config(settings.method, folder.trainer, **cfg)
     if here != 1:
         raise Refusal(f"{planned} training processes are planned but {here} are running (WORLD_SIZE={here}): launch as "
@@ -517,8 +530,12 @@ def dry_run(run:RunArguments, settings:RunSettings|None=None, verbose:bool=True)
     folder = RunFolder(settings.out)
     args = method_args(settings, folder)
     default = lambda f: f.default_factory() if f.default is dataclasses.MISSING else f.default
+    from transformers import TrainingArguments  # what transformers' __post_init__ makes of a default (debug '' -> [])
+    plain, base = TrainingArguments(output_dir=str(folder.trainer)), {f.name: f for f in dataclasses.fields(TrainingArguments)}
+    same = lambda f, v: v == default(f) or (f.name in base and default(base[f.name]) == default(f)
+                                            and v == getattr(plain, f.name))
     changed = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)
-               if f.init and getattr(args, f.name) != default(f) and f.name != 'output_dir'}
+               if f.init and not same(f, getattr(args, f.name)) and f.name != 'output_dir'}
     plan = run_memory_plan(settings, run.gpu)
     cmd, server = launch_command(run, settings, folder.settings), server_command(settings)  # what caopd-train launches
     if verbose:

@@ -68,7 +68,8 @@ def test_table6(plans, method):
     assert c.learning_rate in {float(v) for v in TABLE6['Learning rate']}
     assert (c.warmup_steps, c.weight_decay, c.max_grad_norm) == (one('Warmup steps'), one('Weight decay'),
                                                                   one('Gradient Clip Norm'))
-    assert (c.bf16, c.use_cpu) == (True, False)  # the node's config, not this machine's
+    assert (c.bf16, c.use_cpu, c.dataloader_pin_memory) == (True, False, True)  # the node's config, not this machine's
+    assert one('Thinking Mode') == 'False' and c.chat_template_kwargs == {'enable_thinking': False}
 
 
 @pytest.mark.parametrize('method', SDFT_FAMILY + SDPO_FAMILY)
