@@ -18,8 +18,8 @@ _log = logging.getLogger('caopd.train')  # the library's messages (caopd/__init_
 __all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'template_kwargs', 'trainer_config', 'readout_decimals',
            'lora_fields', 'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter',
            'save_trained', 'TrainingDone', 'StopWhenTrained', 'end_process_group', 'check_start', 'process_record',
-           'Run', 'prepare', 'train', 'accept_record', 'train_recorded', 'launch_command', 'server_command',
-           'vllm_server', 'run_logged', 'sampling_text', 'clip_applies', 'dry_run', 'main']
+           'Run', 'prepare', 'resume_point', 'train', 'accept_record', 'train_recorded', 'launch_command',
+           'server_command', 'vllm_server', 'run_logged', 'sampling_text', 'clip_applies', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:RunSettings, # `resolve_settings(...)`
@@ -341,10 +341,14 @@ def _train(run:RunArguments) -> RunFolder:
     prepared = prepare(run, settings)  # what caopd-train's own `prepare` did already is found done, settings.json unchanged
     return _fit(prepared.settings, prepared.folder, prepared.train_rows, t0)
 
+def resume_point(settings:RunSettings, folder:RunFolder) -> str|None:
+    "The checkpoint the run's training resumes from: the last in `folder.trainer` (a killed run's), or None (`resume=False`: from the start)."
+    from transformers.trainer_utils import get_last_checkpoint
+    return get_last_checkpoint(str(folder.trainer)) if settings.resume and folder.trainer.is_dir() else None
+
 def _fit(settings:RunSettings, folder:RunFolder, train_rows, t0:float) -> RunFolder:
     "Build the method's trainer from `settings` and train it into `folder` (resumed from its last checkpoint), then save."
     # TRL, peft and the trainer are imported only by a run that trains: a refusal or a plan answers without them (seconds)
-    from transformers.trainer_utils import get_last_checkpoint
     from caopd.baselines import build_trainer
     from caopd.guards import NonFiniteGuard
     from caopd.trainer import StepTimer
@@ -352,7 +356,7 @@ def _fit(settings:RunSettings, folder:RunFolder, train_rows, t0:float) -> RunFol
         _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): "
                   f"nothing to train; resume=False (--resume false) trains it again from the start")
         return folder
-    last = get_last_checkpoint(str(folder.trainer)) if settings.resume and folder.trainer.is_dir() else None
+    last = resume_point(settings, folder)
     if _main_process(): folder.discard_training(from_scratch=last is None)  # nothing of an earlier training mixes in
     if settings.world_size > 1:  # no process builds its trainer in the folder while the main one clears it
         from accelerate import PartialState

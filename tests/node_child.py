@@ -4,7 +4,8 @@
 
 torch answers as a node of GPUS H200s would, honouring CUDA_VISIBLE_DEVICES as CUDA does, and vLLM looks installed;
 `caopd.train` then runs as the launched process would, its work stopped where the trainer would be built: the settings
-it would build it with and the trainer's config are written to OUT as JSON instead."""
+it would build it with, the trainer's config and the checkpoint it would resume from are written to OUT as JSON
+instead."""
 import json, os, sys
 from types import SimpleNamespace
 
@@ -32,7 +33,7 @@ def stop_at_the_trainer(settings, folder, train_rows, t0):
     "`caopd.train._fit` up to the trainer: what it would build the trainer with."
     with open(out, 'w') as f:
         json.dump(dict(settings=settings.record(), config=T.trainer_config(settings, folder), prompts=len(train_rows),
-                       visible=seen), f, default=str)
+                       visible=seen, resume_from=T.resume_point(settings, folder)), f, default=str)
     return folder
 
 T._fit = stop_at_the_trainer

@@ -3,7 +3,8 @@ H200s would (honouring CUDA_VISIBLE_DEVICES) and vLLM looks installed. The paren
 caopd-train does (settings, prompts, the run folder's settings.json), and builds its launch command; the command then
 runs as its launcher's first process would (the command's environment, WORLD_SIZE and RANK set as the launcher sets
 them), in a child process stopped where the trainer would be built (tests/node_child.py). Each case asserts that the
-child accepts the parent's record unchanged and builds the trainer with the parent's settings."""
+child accepts the parent's record unchanged and builds the trainer with the parent's settings; a run killed after its
+checkpoints and typed again resumes through the same launch."""
 import json, os, subprocess, sys
 from types import SimpleNamespace
 
@@ -105,3 +106,27 @@ def test_a_launched_process_checks_what_is_its_own(node, tmp_path):
     res = subprocess.run([sys.executable, '-m', 'caopd.train', '--settings', str(tmp_path/'none.json')], cwd=ROOT,
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and 'none.json is missing' in res.stderr
+
+
+def test_a_killed_run_resumes_through_the_launch(node, tmp_path):
+    """Killed mid-training on the node (checkpoints written, the run not finished), the command typed again resumes: the
+    parent accepts its own folder with the record unchanged and builds the same launch command, and the launched process
+    reads that record and resumes from the last checkpoint."""
+    from caopd.arguments import RunArguments
+    from caopd.train import launch_command, prepare
+    node(4)
+    params = dict(model='Qwen3-8B', out=str(tmp_path/'run'))
+    first = prepare(RunArguments(**params))
+    cmd = launch_command(RunArguments(**params), first.settings, first.folder.settings)
+    res, got, _ = launch(cmd, 4, tmp_path/'first.json')
+    assert res.returncode == 0 and got['resume_from'] is None, res.stderr[-3000:]
+    for step in (50, 100): (first.folder.trainer/f'checkpoint-{step}').mkdir(parents=True)  # then the node went down
+    assert not first.folder.training.is_file()
+    run = RunArguments(**params)  # the same command, typed again
+    again = prepare(run)
+    assert again.settings.record() == first.settings.record() == first.folder.read_settings()
+    assert launch_command(run, again.settings, again.folder.settings) == cmd
+    res, got, _ = launch(cmd, 4, tmp_path/'again.json')
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert got['settings'] == first.settings.record() and got['prompts'] == first.settings.n_train_prompts
+    assert got['resume_from'] == str(first.folder.trainer/'checkpoint-100')
