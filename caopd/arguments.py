@@ -13,6 +13,7 @@ from .cli import (Refusal, boolean, check_fields, dataclass_parser, option, inte
 from .data import check_domain
 from .generation import BACKENDS
 from .methods import SAMPLING_SCHEMES, check_method
+from .paper import DEFAULT_LEARNING_RATE, TABLE6
 from .memory import GPUS
 from .runfolder import RunFolder, is_run
 
@@ -25,13 +26,18 @@ PRESETS = {
     # micro-batch 1 (not in the paper, ours): at 8192 response tokens the float32 logits of 8 completions over Qwen3's
     # 152k vocabulary alone take about 150 GiB per GPU (caopd.memory.memory_plan); gradient accumulation keeps the
     # paper's question batch of 32 x K = 8 completions per optimizer step
-    'paper': dict(domain='chemistry', K=8, learning_rate=1e-5, max_steps=-1, num_train_epochs=1,  # epochs: not in the paper (ours)
-                  prompts_per_step=32, per_device_train_batch_size=1, max_completion_length=8192, n_train=0,
-                  eval_limit=0, eval_samples=8, eval_max_new_tokens=8192, eval_batch_size=64, use_vllm=True,
-                  warmup_steps=10, elicit=False, format_warmup=False, format_warmup_steps=0,
-                  eval_temperature=0.6, eval_top_p=0.95, rollout_sampling='paper',  # training rollouts at 1.0 (Table 6)
+    'paper': dict(domain='chemistry', K=TABLE6.K, learning_rate=DEFAULT_LEARNING_RATE, max_steps=-1,
+                  num_train_epochs=1,  # epochs: not in the paper (ours)
+                  prompts_per_step=TABLE6.question_batch_size, per_device_train_batch_size=1,
+                  max_completion_length=TABLE6.max_response_length, n_train=0, eval_limit=0,
+                  eval_samples=TABLE6.eval_samples[0],  # the main tables' 8; the grid's eval16 runs the other
+                  eval_max_new_tokens=TABLE6.max_response_length,  # ours: test answers as long as the training's
+                  eval_batch_size=64, use_vllm=TABLE6.inference_engine == 'vLLM',
+                  warmup_steps=TABLE6.warmup_steps, elicit=False, format_warmup=False, format_warmup_steps=0,
+                  eval_temperature=TABLE6.eval_temperature, eval_top_p=TABLE6.eval_top_p,
+                  rollout_sampling='paper',  # training rollouts at Table 6's rollout temperature
                   sampling_scheme='paper',  # SDFT: one distilled trajectory per prompt + K = 8 apart for mu_hat; SDPO: reuse
-                  # Table 6's 'rollout importance sampling clip 2' is the configs' distillation_is_clip, but it has no effect:
+                  # Table 6's rollout importance sampling clip is the configs' distillation_is_clip, but it has no effect:
                   # TRL 1.16 computes rollout log-probs only where gradient_accumulation_steps is not a multiple of
                   # steps_per_generation x num_iterations (caopd.train.clip_applies), which no preset's defaults give
                   # (--num_iterations 2 does), and has no vLLM-sampler correction (the clip's use in the paper's verl stack)
@@ -40,7 +46,8 @@ PRESETS = {
     'cpu': dict(domain='arithmetic', K=4, learning_rate=1e-4, max_steps=6, num_train_epochs=1, prompts_per_step=4,
                 per_device_train_batch_size=4, max_completion_length=64, n_train=64, eval_limit=0, eval_samples=1,
                 eval_max_new_tokens=64, eval_batch_size=64, use_vllm=False, warmup_steps=0, elicit=False,
-                format_warmup='value', format_warmup_steps=8, eval_temperature=0.6, eval_top_p=0.95,
+                format_warmup='value', format_warmup_steps=8, eval_temperature=TABLE6.eval_temperature,
+                eval_top_p=TABLE6.eval_top_p,
                 rollout_sampling='eval', save_steps=4,  # a checkpoint of the 135M model and its teacher: 2 GB
                 # ours: the K = 4 distilled rollouts reused, leave-one-out targets. Every committed laptop run (the README's
                 # main job, the arithmetic grid's 3-seed pairs) measured this scheme; the paper's would distil 1 trajectory
@@ -71,22 +78,22 @@ class RunArguments:
     format_warmup_steps: int | None = option("optimizer steps of the warm-up", default=None)
     format_warmup_domains: str | None = option("domains whose training demonstrations the warm-up shows, comma-separated; "
                                                "None: the training and the test domain", default=None)
-    K: int | None = option("rollouts per prompt for mu_hat (Table 6: 8)", default=None)
-    learning_rate: float | None = option("AdamW learning rate (Table 6: 1e-6, 1e-5 or 2e-5)", default=None)
+    K: int | None = option(f"rollouts per prompt for mu_hat ({TABLE6.cite('K')})", default=None)
+    learning_rate: float | None = option(f"AdamW learning rate ({TABLE6.cite('learning_rates')})", default=None)
     max_steps: int | None = option("optimizer steps (-1: train `num_train_epochs` epochs)", default=None)
     num_train_epochs: float | None = option("epochs when max_steps is -1", default=None)
-    prompts_per_step: int | None = option("questions per optimizer step (Table 6: question batch size 32)", default=None)
+    prompts_per_step: int | None = option(f"questions per optimizer step ({TABLE6.cite('question_batch_size')})", default=None)
     per_device_train_batch_size: int | None = option("completions per device micro-batch", default=None)
-    max_completion_length: int | None = option("rollout length in tokens (Table 6: 8192)", default=None)
+    max_completion_length: int | None = option(f"rollout length in tokens ({TABLE6.cite('max_response_length')})", default=None)
     n_train: int | None = option("training prompts used (0: the whole train split)", default=None)
     eval_limit: int | None = option("test prompts evaluated (0: the whole test split)", default=None)
-    eval_samples: int | None = option("samples per test prompt (Table 6 validation: 8)", default=None)
+    eval_samples: int | None = option(f"samples per test prompt ({TABLE6.cite('eval_samples')})", default=None)
     eval_max_new_tokens: int | None = option("evaluation generation budget", default=None)
     eval_batch_size: int | None = option("sequences per evaluation generation batch (transformers backend)", default=None)
     gradient_checkpointing: bool | None = option("recompute activations in the backward pass (less memory, more time)",
                                                  default=None)
-    eval_temperature: float | None = option("evaluation sampling temperature (Table 6 validation: 0.6)", default=None)
-    eval_top_p: float | None = option("evaluation nucleus mass (Table 6 validation: 0.95)", default=None)
+    eval_temperature: float | None = option(f"evaluation sampling temperature ({TABLE6.cite('eval_temperature')})", default=None)
+    eval_top_p: float | None = option(f"evaluation nucleus mass ({TABLE6.cite('eval_top_p')})", default=None)
     sampling_scheme: str | None = option("how the trajectories distilled and the K rollouts behind mu_hat are sampled: 'paper' "
                                          "(SDFT: one distilled trajectory per prompt and K apart; SDPO: its group reused, plain "
                                          "mean), 'leave-one-out' (ours: K distilled, each target the mean of the other K - 1) or "
@@ -94,7 +101,7 @@ class RunArguments:
                                          "caopd.methods.SAMPLING_SCHEMES", default=None)
     rollout_sampling: str | None = option("how training rollouts are sampled: 'eval' (the evaluation's temperature and "
                                           "top-p, so mu_hat is the deployed policy's success rate) or 'paper' (Table 6's "
-                                          "training temperature 1.0)", default=None)
+                                          f"training temperature {TABLE6.rollout_temperature})", default=None)
     backend: str = option("evaluation backend: 'auto', 'transformers' or 'vllm'", default='auto')
     elicit: bool | None = option("also ask for a confidence after each test completion (transformers only)", default=None)
     evaluations: bool = option("evaluate the start and the trained model (caopd-train, nbs/train.ipynb); False: train "
@@ -159,18 +166,18 @@ RUN_RULES = {  # field: (rule, why); None (the preset's value) always passes
     'dtype': (one_of('auto', *DTYPES), "'auto': bfloat16 on a GPU, float32 on CPU"),
     'format_warmup_steps': (integer(1), "format_warmup='off' skips the warm-up"),
     'format_warmup_domains': (named(_domains), 'comma-separated'),
-    'K': (integer(1), 'rollouts per prompt behind mu_hat, Table 6: 8; CaOPD needs 2 or more, caopd.config says why'),
-    'learning_rate': (real(0, 1, lo_open=True, hi_open=True), "Table 6: 1e-6 to 2e-5, the cpu preset 1e-4; AdamW moves "
+    'K': (integer(1), f"rollouts per prompt behind mu_hat, {TABLE6.cite('K')}; CaOPD needs 2 or more, caopd.config says why"),
+    'learning_rate': (real(0, 1, lo_open=True, hi_open=True), f"{TABLE6.cite('learning_rates')}, the cpu preset 1e-4; AdamW moves "
                       "every weight by about the learning rate each step, so 1 or more wrecks the model"),
     'max_steps': (integer(1, -1), '-1: train num_train_epochs epochs; 0 steps would train nothing'),
     'num_train_epochs': (real(0, lo_open=True), 'used when max_steps is -1'),
-    'prompts_per_step': (integer(1), 'Table 6: 32 questions'),
+    'prompts_per_step': (integer(1), TABLE6.cite('question_batch_size') + ' questions'),
     'per_device_train_batch_size': (integer(1), 'completions per micro-batch'),
-    'max_completion_length': (integer(1), 'rollout tokens, Table 6: 8192'),
+    'max_completion_length': (integer(1), 'rollout tokens, ' + TABLE6.cite('max_response_length')),
     'n_train': (integer(0), '0: the whole train split'), 'eval_limit': (integer(0), '0: the whole test split'),
-    'eval_samples': (integer(1), 'Table 6 validation: 8'), 'eval_max_new_tokens': (integer(1), 'tokens per test answer'),
+    'eval_samples': (integer(1), TABLE6.cite('eval_samples')), 'eval_max_new_tokens': (integer(1), 'tokens per test answer'),
     'eval_batch_size': (integer(1), 'sequences per generation batch'),
-    'eval_temperature': (real(0), '0 is greedy; Table 6 validation: 0.6'),
+    'eval_temperature': (real(0), '0 is greedy; ' + TABLE6.cite('eval_temperature')),
     'eval_top_p': (real(0, 1, lo_open=True), 'the nucleus mass; 1 keeps every token'),
     'rollout_sampling': (one_of(*ROLLOUT_SAMPLING), ''),
     'sampling_scheme': (one_of(*SAMPLING_SCHEMES), 'caopd.methods.SAMPLING_SCHEMES says what each samples'),
@@ -313,7 +320,8 @@ def resolve_settings(run:RunArguments) -> RunSettings:
         preset = 'cpu' if cpu_sized(run.model) else 'paper'
         if preset == 'paper' and not gpu and not run.dry_run: raise NoGPUError(cpu_refusal(run.model))
     elif preset == 'paper' and not gpu and not run.dry_run:  # a dry run plans it on the paper's node
-        raise NoGPUError(gpu_refusal("preset='paper' (Table 6: vLLM rollouts, 8192-token responses)"))
+        raise NoGPUError(gpu_refusal(f"preset='paper' (Table 6: {TABLE6.inference_engine} rollouts, {TABLE6.max_response_length}-token "
+                                     "responses)"))
     if gpu and run.num_processes and run.num_processes > torch.cuda.device_count() and not run.dry_run:
         raise Refusal(f"num_processes={run.num_processes} but this node has {torch.cuda.device_count()} GPU(s): one "
                       f"process trains on each GPU; pass num_processes={torch.cuda.device_count()} or fewer")

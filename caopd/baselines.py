@@ -16,6 +16,7 @@ from .confidence import parse_confidence
 from .config import CaOPDConfig, CaOPDSDFTConfig, CaOPDSDPOConfig
 from .data import check_domain, load_domain
 from .methods import SAMPLING_SCHEMES, TRAINABLE, check_method
+from .paper import DEFAULT_LEARNING_RATE, TABLE6
 from .models import chat_template_kwargs, load_tokenizer, model_path
 from .trainer import CaOPDSDFTTrainer, CaOPDSDPOTrainer
 from .verifiers import completion_text, domain_reward, verify
@@ -109,12 +110,15 @@ def rlcr_reward_funcs(domain:str, # 'chemistry' or 'tooluse'
 @dataclass
 class BaselineGRPOConfig(GRPOConfig):
     "`GRPOConfig` with the training settings of the paper's Table 6, shared by every method."
-    num_generations: int | None = field(default=8, metadata={"help": "K: completions per prompt (Table 6: 8)."})
-    temperature: float = field(default=1.0, metadata={"help": "Rollout temperature (Table 6: 1.0)."})
-    learning_rate: float = field(default=1e-5, metadata={"help": "AdamW learning rate (Table 6: 1e-6, 1e-5 or 2e-5)."})
-    warmup_steps: float = field(default=10, metadata={"help": "Warmup steps (Table 6: 10)."})
-    weight_decay: float = field(default=0.01, metadata={"help": "Weight decay (Table 6: 0.01)."})
-    max_grad_norm: float = field(default=1.0, metadata={"help": "Gradient clip norm (Table 6: 1.0)."})
+    num_generations: int | None = field(default=TABLE6.K, metadata={"help": f"K: completions per prompt (Table 6: {TABLE6.K})."})
+    temperature: float = field(default=TABLE6.rollout_temperature, metadata={"help": (
+        f"Rollout temperature (Table 6: {TABLE6.rollout_temperature}).")})
+    learning_rate: float = field(default=DEFAULT_LEARNING_RATE, metadata={"help": (
+        f"AdamW learning rate ({TABLE6.cite('learning_rates')}).")})
+    warmup_steps: float = field(default=TABLE6.warmup_steps, metadata={"help": f"Warmup steps (Table 6: {TABLE6.warmup_steps})."})
+    weight_decay: float = field(default=TABLE6.weight_decay, metadata={"help": f"Weight decay (Table 6: {TABLE6.weight_decay})."})
+    max_grad_norm: float = field(default=TABLE6.max_grad_norm, metadata={"help": (
+        f"Gradient clip norm (Table 6: {TABLE6.max_grad_norm}).")})
 
 @dataclass
 class RLCRConfig(BaselineGRPOConfig):
@@ -157,7 +161,7 @@ def method_spec(method:str, # a name in `caopd.methods.TRAINABLE`
 # %% ../nbs/08_baselines.ipynb #smp2
 def sampling_fields(method:str, # a name in `caopd.methods.TRAINABLE`
                     scheme:str, # a name in `caopd.methods.SAMPLING_SCHEMES`: 'paper', 'leave-one-out' or 'released'
-                    K:int, # rollouts per prompt behind mu_hat (Table 6: 8)
+                    K:int, # rollouts per prompt behind mu_hat (`caopd.paper.TABLE6.K` in the paper)
                    ) -> dict:
     "The config fields that make `method` sample as `scheme` says: the trajectories it distils per prompt, the rollouts behind mu_hat."
     spec = method_spec(method)

@@ -17,6 +17,7 @@ with warnings.catch_warnings():
 
 from .cli import Refusal, check_fields, integer, one_of, real
 from .data import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
+from .paper import DEFAULT_LEARNING_RATE, TABLE6
 
 # %% ../nbs/06_config.ipynb #c005
 ESTIMATORS = ("frequency", "beta", "shrunken")  # how mu_hat is estimated from a prompt's K outcomes (`caopd.estimators.empirical_confidence`)
@@ -48,13 +49,13 @@ CAOPD_RULES = {  # field: (rule, why), checked first by CaOPDConfig.__post_init_
     "success_reward_threshold": (real(), "the reward a success reaches"),
     "distillation_reduction": (one_of(*TRAINING_REDUCTIONS), "how the loss is averaged"),
     "distillation_mode": (one_of("topk_logits", "full_logits", "sampled_token"), "Table 6: topk_logits"),
-    "distillation_topk": (integer(1), "Table 6: 100"),
+    "distillation_topk": (integer(1), f"Table 6: {TABLE6.distillation_topk}"),
     "distillation_alpha": (real(0, 1), "1: reverse KL (Table 6), 0: forward KL, in between: the generalised JSD"),
     "calibration_weight": (real(0), "1: the paper's sum of the two parts; w > 1 weighs each confidence token w times"),
-    "distillation_is_clip": (real(0, lo_open=True), "Table 6: 2; None: no clip"),
+    "distillation_is_clip": (real(0, lo_open=True), f"Table 6: {TABLE6.is_clip:g}; None: no clip"),
     "teacher_model_kind": (one_of("ema", "base", "live"), "Table 6: ema"),
-    "teacher_update_rate": (real(0, 1, lo_open=True), "the EMA rate alpha, Table 6: 0.05; 1 copies the student"),
-    "max_prompt_length": (integer(1), "Table 6: 2048"),
+    "teacher_update_rate": (real(0, 1, lo_open=True), f"the EMA rate alpha, Table 6: {TABLE6.teacher_update_rate}; 1 copies the student"),
+    "max_prompt_length": (integer(1), f"Table 6: {TABLE6.max_prompt_length}"),
 }
 
 # %% ../nbs/06_config.ipynb #c006
@@ -97,7 +98,7 @@ class CaOPDConfig:
         "Weight w of the calibration part of the loss: capability + w * calibration (ours; the paper adds the two "
         "sums, w = 1). Every reduction keeps its normaliser, so a confidence token weighs w times a reasoning one.")})
     num_confidence_rollouts: int | None = field(default=None, metadata={"help": (
-        "K rollouts per prompt behind mu_hat (Table 6: 8). confidence_sampling='separate': K rollouts drawn apart "
+        f"K rollouts per prompt behind mu_hat (Table 6: {TABLE6.K}). confidence_sampling='separate': K rollouts drawn apart "
         "from the distilled ones, in one generation call, and scored only. 'reuse': None is the num_generations "
         "rollouts that are distilled; a multiple of num_generations also samples (K / num_generations - 1) extra "
         "rounds of num_generations rollouts per prompt, scored only (SDPO: a sample's siblings stay the distilled "
@@ -123,32 +124,35 @@ class CaOPDConfig:
         "every prompt).")})
 
     # Table 6 (Distillation loss, SDPO / CaOPD; Batching & Rollout; Training & Optimization)
-    num_generations: int = field(default=8, metadata={"help": (
+    num_generations: int = field(default=TABLE6.K, metadata={"help": (
         "Rollouts distilled per prompt (TRL's group). With confidence_sampling='reuse' they are the K behind mu_hat "
-        "(Table 6: 8); the paper's SDFT distils 1 and draws num_confidence_rollouts apart.")})
+        f"(Table 6: {TABLE6.K}); the paper's SDFT distils 1 and draws num_confidence_rollouts apart.")})
     distillation_mode: str = field(default="topk_logits", metadata={"help": (
         "'topk_logits' (Table 6), 'full_logits' or 'sampled_token' (not faithful at the rewritten confidence "
         "positions: their tokens were not sampled).")})
-    distillation_topk: int | None = field(default=100, metadata={"help": "Top-K distillation (Table 6: 100)."})
+    distillation_topk: int | None = field(default=TABLE6.distillation_topk, metadata={"help": (
+        f"Top-K distillation (Table 6: {TABLE6.distillation_topk}).")})
     distillation_alpha: float = field(default=1.0, metadata={"help": (
         "Divergence: 1.0 reverse KL (Table 6), 0.0 forward KL, in between the generalised JSD.")})
     distillation_add_tail: bool = field(default=True, metadata={"help": (
         "Top-K distillation keeps the mass outside the student's top K as one tail bucket (the SDPO reference "
         "configuration; Table 6 is silent). Off: TRL's default, the top K renormalised, which can hide the teacher's "
         "preference for the digits of mu_hat when the student ranks them low (nbs/06_loss.ipynb).")})
-    distillation_is_clip: float | None = field(default=2.0, metadata={"help": (
-        "Clip of the rollout importance-sampling ratio (Table 6: 2); never applied at rewritten positions. TRL 1.16 "
+    distillation_is_clip: float | None = field(default=TABLE6.is_clip, metadata={"help": (
+        f"Clip of the rollout importance-sampling ratio (Table 6: {TABLE6.is_clip:g}); never applied at rewritten positions. TRL 1.16 "
         "computes the rollout log-probs the ratio needs only when one generation batch feeds several optimizer steps "
         "(steps_per_generation > gradient_accumulation_steps), which no preset does, and has no correction for vLLM "
         "sampling with other kernels than the trainer's (what the clip is for in the paper's verl stack): under the "
         "presets it has no effect.")})
     teacher_model_kind: str = field(default="ema", metadata={"help": "Teacher weights: 'ema' (the paper), 'base', 'live'."})
-    teacher_update_rate: float = field(default=0.05, metadata={"help": "EMA rate alpha (Table 6: 0.05)."})
-    max_prompt_length: int | None = field(default=2048, metadata={"help": (
-        "Max prompt tokens (Table 6: 2048); SDFT also truncates its teacher prompt to this, from the left.")})
-    learning_rate: float = field(default=1e-5, metadata={"help": "AdamW learning rate (Table 6: 1e-6, 1e-5 or 2e-5)."})
-    warmup_steps: float = field(default=10, metadata={"help": "Warmup steps (Table 6: 10)."})
-    weight_decay: float = field(default=0.01, metadata={"help": "Weight decay (Table 6: 0.01)."})
+    teacher_update_rate: float = field(default=TABLE6.teacher_update_rate, metadata={"help": (
+        f"EMA rate alpha (Table 6: {TABLE6.teacher_update_rate}).")})
+    max_prompt_length: int | None = field(default=TABLE6.max_prompt_length, metadata={"help": (
+        f"Max prompt tokens (Table 6: {TABLE6.max_prompt_length}); SDFT also truncates its teacher prompt to this, from the left.")})
+    learning_rate: float = field(default=DEFAULT_LEARNING_RATE, metadata={"help": (
+        f"AdamW learning rate ({TABLE6.cite('learning_rates')}).")})
+    warmup_steps: float = field(default=TABLE6.warmup_steps, metadata={"help": f"Warmup steps (Table 6: {TABLE6.warmup_steps})."})
+    weight_decay: float = field(default=TABLE6.weight_decay, metadata={"help": f"Weight decay (Table 6: {TABLE6.weight_decay})."})
 
     def __post_init__(self):
         check_fields(self, CAOPD_RULES)  # before TRL's checks, which divide by num_generations
@@ -157,7 +161,7 @@ class CaOPDConfig:
         if apart:
             if self.calibrate and k is None:
                 raise Refusal("confidence_sampling='separate' estimates mu_hat from num_confidence_rollouts rollouts drawn "
-                              "apart from the distilled ones, got num_confidence_rollouts=None: set it (Table 6: K = 8), "
+                              f"apart from the distilled ones, got num_confidence_rollouts=None: set it (Table 6: K = {TABLE6.K}), "
                               "or use confidence_sampling='reuse'.")
             if self.confidence_allocation == "adaptive":
                 raise Refusal("confidence_allocation='adaptive' stops on the distilled rollouts' first round, which "
@@ -171,7 +175,7 @@ class CaOPDConfig:
             raise Refusal(f"calibrate=True needs at least 2 scored rollouts per prompt to estimate mu_hat, got {given}: "
                           f"with one, mu_hat is the distilled rollout's own outcome (0 or 1) and leave-one-out has no "
                           f"other rollout to use. Set num_generations >= 2 or num_confidence_rollouts >= 2 (Table 6: "
-                          f"K = 8); or, for the paper's K = 1 ablation (Figure 6), draw it apart with "
+                          f"K = {TABLE6.K}); or, for the paper's K = 1 ablation (Figure 6), draw it apart with "
                           f"confidence_sampling='separate' and num_confidence_rollouts=1, or say so with "
                           f"confidence_leave_one_out=False; or calibrate=False for the plain backbone.")
         defaults = {f.name: f.default for f in fields(CaOPDConfig)}
@@ -193,7 +197,8 @@ class CaOPDConfig:
                 raise Refusal("confidence_estimator='shrunken' fits its prior on equal rollout counts, which "
                               "confidence_allocation='adaptive' does not give: use 'frequency' or 'beta' with it.")
         if self.distillation_mode == "topk_logits" and not (self.distillation_topk or 0) >= 1:
-            raise Refusal("distillation_mode='topk_logits' needs distillation_topk >= 1 (Table 6: 100).")
+            raise Refusal("distillation_mode='topk_logits' needs distillation_topk >= 1 (Table 6: "
+                          f"{TABLE6.distillation_topk}).")
         if self.calibrate and getattr(self, "use_teacher_server", False):
             raise Refusal("use_teacher_server=True is not supported with calibrate=True: the capability/calibration "
                           "split needs the teacher's logits locally. Set use_teacher_server=False.")

@@ -11,6 +11,7 @@ from .io import append_jsonl, write_jsonl
 from .cli import Refusal, check_fields, dataclass_parser, option, integer, json_object, named, nonempty, one_of, real, refusals
 from .confidence import parse_confidence
 from .data import PAPER_DOMAINS, check_domain, load_domain
+from .paper import TABLE6
 from .generation import (BACKENDS, _generate_batches, generate, generate_openai, generate_vllm, api_base_url,
                               resolve_backend, vllm_engine)
 from .metrics import METRICS, METRIC_NAMES, calibration_report, interval_text
@@ -208,9 +209,10 @@ class EvalArguments:
     domain: str = option("'chemistry', 'tooluse' or 'arithmetic' (ours)", default='chemistry')
     split: str = option("dataset split", default='test')
     limit: int | None = option("evaluate only the first `limit` prompts of the split (None or 0: all)", default=None)
-    n_samples: int = option("samples per prompt (Table 6 validation: 8)", default=1)
-    temperature: float = option("sampling temperature (Table 6 validation: 0.6)", default=0.6)
-    top_p: float = option("nucleus mass (Table 6 validation: 0.95)", default=0.95)
+    n_samples: int = option(f"samples per prompt ({TABLE6.cite('eval_samples')})", default=1)
+    temperature: float = option(f"sampling temperature ({TABLE6.cite('eval_temperature')})",
+                                 default=TABLE6.eval_temperature)
+    top_p: float = option(f"nucleus mass ({TABLE6.cite('eval_top_p')})", default=TABLE6.eval_top_p)
     max_new_tokens: int = option("generation budget per sample", default=512)
     batch_size: int = option("sequences per generation batch (transformers)", default=32)
     out: str | None = option("folder to write records, report and figures into (None: write nothing); run again to resume",
@@ -239,8 +241,8 @@ class EvalArguments:
 
 EVALUATE_RULES = {  # parameter: (rule, why); None: the default
     'model': (nonempty, 'a model name, Hugging Face id, local folder or openai:<name>'), 'domain': (named(check_domain), ''),
-    'limit': (integer(0), '0 or None evaluates every prompt'), 'n_samples': (integer(1), 'Table 6 validation: 8'),
-    'temperature': (real(0), '0 is greedy; Table 6 validation: 0.6'),
+    'limit': (integer(0), '0 or None evaluates every prompt'), 'n_samples': (integer(1), TABLE6.cite('eval_samples')),
+    'temperature': (real(0), '0 is greedy; ' + TABLE6.cite('eval_temperature')),
     'top_p': (real(0, 1, lo_open=True), 'the nucleus mass; 1 keeps every token'),
     'max_new_tokens': (integer(1), 'tokens per answer'), 'batch_size': (integer(1), 'sequences per generation batch'),
     'seed': (integer(0), 'numpy and torch take seeds >= 0'), 'backend': (one_of(*BACKENDS), ''),

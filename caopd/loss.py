@@ -22,6 +22,8 @@ with warnings.catch_warnings():
     )
 from trl.trainer.utils import selective_log_softmax
 
+from .paper import TABLE6
+
 # %% ../nbs/06_loss.ipynb #c006
 DIVERGENCES = {"forward_kl": 0.0, "reverse_kl": 1.0, "jsd": None}
 
@@ -83,7 +85,7 @@ def clip_importance_weights(
     completion_ids: torch.Tensor,  # (B, T) token ids of the revised completion
     old_logps: torch.Tensor | None,  # (B, T) rollout-policy log-probs of completion_ids, or None
     unsampled_mask: torch.Tensor,  # (B, T) positions the rollout policy did not sample (I_c, anything rewritten): left unweighted
-    is_clip: float | None = 2.0,  # upper clip of the ratio (Table 6: 2); None disables the correction
+    is_clip: float | None = TABLE6.is_clip,  # upper clip of the ratio (Table 6's); None disables the correction
 ) -> torch.Tensor:  # (B, T) per-token loss, reweighted at every sampled position
     "TRL's clipped importance-sampling correction, applied everywhere except the positions target replacement wrote."
     if old_logps is None or is_clip is None: return per_token
@@ -133,10 +135,10 @@ def caopd_loss(
     *,
     alpha: float = 1.0,  # TRL's `distillation_alpha`: 1 reverse KL (paper, Table 6), 0 forward KL, between: JSD
     mode: str = "topk_logits",  # TRL's `distillation_mode`: 'topk_logits' (paper), 'full_logits', 'sampled_token'
-    topk: int = 100,  # K of top-K distillation (Table 6: 100); the support is the student's top-K
+    topk: int = TABLE6.distillation_topk,  # K of top-K distillation (Table 6's); the support is the student's top-K
     add_tail: bool = True,  # keep the mass outside the top-K as one tail bucket
     old_logps: torch.Tensor | None = None,  # (B, T) rollout-policy log-probs of completion_ids; None: no IS correction
-    is_clip: float | None = 2.0,  # IS ratio clip (Table 6: 2); never applied at unsampled positions
+    is_clip: float | None = TABLE6.is_clip,  # IS ratio clip (Table 6's); never applied at unsampled positions
     unsampled_mask: torch.Tensor | None = None,  # (B, T) positions not drawn by the rollout policy; default: I_c
     reduction: str = "sequence_mean",  # 'sequence_mean' (TRL), 'token_mean' (verl), 'sum' (paper) or 'none'
     num_tokens: float | torch.Tensor | None = None,  # 'token_mean' normaliser; default: the loss positions here

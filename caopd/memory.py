@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .cli import Refusal
 from .methods import METHODS, TRAINABLE, check_method
+from .paper import TABLE6
 
 _log = logging.getLogger(__name__)  # the library's messages: caopd/__init__.py shows them, logging silences them
 
@@ -199,9 +200,9 @@ class MemoryPlan:
 # %% ../nbs/10b_memory.ipynb #c021
 def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
                 method:str='caopd-sdft', # a method of `caopd.methods.TRAINABLE`
-                K:int=8, # rollouts per prompt (mu_hat's K; sets how many sequences vLLM should hold at once)
-                prompt_len:int=2048, # T_p: prompt tokens (Table 6: max prompt length 2048)
-                completion_len:int=8192, # T_c: response tokens (Table 6: max response length 8192)
+                K:int=TABLE6.K, # rollouts per prompt (mu_hat's K; sets how many sequences vLLM should hold at once)
+                prompt_len:int=TABLE6.max_prompt_length, # T_p: prompt tokens (Table 6's max prompt length)
+                completion_len:int=TABLE6.max_response_length, # T_c: response tokens (Table 6's max response length)
                 micro_batch:int=8, # B: completions per GPU micro-batch (`per_device_train_batch_size`)
                 n_gpus:int=1, # GPUs of the run (processes)
                 fsdp:bool=False, # FSDP2: shard weights, gradients, optimizer and teacher over the GPUs
@@ -565,7 +566,7 @@ def measure_cpu_peak(model:str='smollm2-135m-instruct', # a model `caopd.models.
                      prompt_len:int=350, # T_p
                      completion_len:int=64, # T_c
                      teacher_prompt_len:int|None=None, # teacher context tokens (default prompt + one response)
-                     topk:int=100, # top-K of the loss (Table 6: 100)
+                     topk:int=TABLE6.distillation_topk, # top-K of the loss (Table 6's)
                      threads:int=1, # torch threads of the subprocess (keep a shared machine usable)
                     ) -> dict:
     "Peak RSS growth (GiB) of two CaOPD training steps on CPU in a subprocess: with and without gradient checkpointing."

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cli import Refusal, command, integer, real
+from .paper import TABLE6
 
 # %% auto #0
 __all__ = ['SMOKE_MODEL', 'STATUSES', 'ROWS', 'NEEDS_VLLM', 'N_QUESTIONS', 'KILLED_TRAIN', 'SEND_BACK', 'VLLM_OFF', 'row_title',
@@ -271,7 +272,7 @@ def check_vllm_eval(ctx:SmokeContext) -> dict:
     out = ctx.out/'vllm_eval'
     cmd = [sys.executable, '-m', 'caopd.evaluate', '--model', ctx.model, '--backend', 'vllm', '--domain', 'chemistry',
            '--limit', str(N_QUESTIONS), '--max_new_tokens', str(ctx.max_completion_length),
-           '--max_model_len', str(ctx.max_completion_length + 2048), '--out', str(out), '--overwrite']
+           '--max_model_len', str(ctx.max_completion_length + TABLE6.max_prompt_length), '--out', str(out), '--overwrite']
     if ctx.data_dir: cmd += ['--data_dir', str(ctx.data_dir)]
     rc, _ = ctx.child('vllm_eval', cmd)
     expect(rc == 0, f'caopd.evaluate exited with {rc}: see logs/vllm_eval.log')

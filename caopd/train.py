@@ -15,11 +15,12 @@ from .runfolder import RunFolder
 _log = logging.getLogger('caopd.train')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
 
 # %% auto #0
-__all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'template_kwargs', 'trainer_config', 'readout_decimals',
-           'lora_fields', 'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter',
-           'save_trained', 'TrainingDone', 'StopWhenTrained', 'end_process_group', 'check_start', 'process_record',
-           'Run', 'prepare', 'resume_point', 'train', 'accept_record', 'train_recorded', 'launch_command',
-           'server_command', 'vllm_server', 'run_logged', 'sampling_text', 'clip_applies', 'dry_run', 'main']
+__all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'template_kwargs', 'prompt_limit', 'trainer_config',
+           'readout_decimals', 'lora_fields', 'lora_config', 'method_args', 'Callback', 'RunFolderLog',
+           'save_every_rank', 'merge_adapter', 'save_trained', 'TrainingDone', 'StopWhenTrained', 'end_process_group',
+           'check_start', 'process_record', 'Run', 'prepare', 'resume_point', 'train', 'accept_record',
+           'train_recorded', 'launch_command', 'server_command', 'vllm_server', 'run_logged', 'sampling_text',
+           'clip_applies', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c015
 def select_prompts(settings:RunSettings, # `resolve_settings(...)`
@@ -112,6 +113,11 @@ def template_kwargs(settings:RunSettings) -> dict:
     except (OSError, ValueError): tokenizer = None
     return chat_template_kwargs(settings.model, tokenizer)
 
+def prompt_limit(settings:RunSettings) -> int:
+    "The run's longest prompt in tokens: its `max_prompt_length` override, else Table 6's (the configs' default)."
+    from caopd.paper import TABLE6
+    return settings.trainer_overrides.get('max_prompt_length') or TABLE6.max_prompt_length
+
 def trainer_config(settings:RunSettings, # `resolve_settings(...)`
                    folder:RunFolder, # the run folder (checkpoints go to its trainer/)
                   ) -> dict:
@@ -130,10 +136,7 @@ def trainer_config(settings:RunSettings, # `resolve_settings(...)`
         cfg.update(use_vllm=True, vllm_mode=settings.vllm_mode)
         if settings.vllm_mode == 'server': cfg['vllm_server_timeout'] = 1800  # ours: a large model's server starts slowly
         if settings.vllm_mode == 'colocate':  # vLLM would otherwise size its KV cache for the model's whole context
-            from caopd.config import CaOPDSDFTConfig  # (Qwen3: 40,960 tokens); the prompt limit is the config's
-            prompt = settings.trainer_overrides.get('max_prompt_length') or \
-                CaOPDSDFTConfig.__dataclass_fields__['max_prompt_length'].default
-            cfg['vllm_max_model_length'] = prompt + settings.max_completion_length
+            cfg['vllm_max_model_length'] = prompt_limit(settings) + settings.max_completion_length  # (Qwen3: 40,960)
     cfg['chat_template_kwargs'] = template_kwargs(settings)  # Table 6: thinking mode False
     if settings.rollout_sampling == 'eval':  # rollouts sampled as the evaluation samples; the loss keeps temperature 1
         from caopd.generation import GENERATE_TOP_K
@@ -455,10 +458,9 @@ def server_command(settings:RunSettings) -> list[str] | None:
     from caopd.models import resolve_model_name
     start = settings.start  # the hub id of a paper alias (vLLM knows no caopd short name), or the folder
     model = start if Path(start).is_dir() else resolve_model_name(start)
-    prompt = settings.trainer_overrides.get('max_prompt_length') or 2048  # Table 6's maximum prompt length
     return ['env', _gpus(settings.server_gpus), 'trl', 'vllm-serve', '--model', model,
             '--tensor_parallel_size', str(len(settings.server_gpus)),
-            '--max_model_len', str(prompt + settings.max_completion_length)]
+            '--max_model_len', str(prompt_limit(settings) + settings.max_completion_length)]
 
 # %% ../nbs/13_train.ipynb #0bf3f3a2
 @contextlib.contextmanager

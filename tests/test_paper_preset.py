@@ -289,3 +289,19 @@ def test_the_trainer_check_is_not_vacuous(paper_steps):
     with pytest.raises(AssertionError): _distilled_apart_from_mu_hat_rollouts(paper_steps['sdpo'], 'yes')
     with pytest.raises(AssertionError): _distilled_apart_from_mu_hat_rollouts(paper_steps['sdft'], 'no')
     with pytest.raises(AssertionError): _rollouts_apart_for_mu_hat(paper_steps['sdpo'], 'K')
+
+
+def test_table6_values_are_written_once():
+    """Table 6's numbers are in its transcription only: code takes them from `caopd.paper.TABLE6` (defaults, help texts,
+    messages), so no clause of the package that cites Table 6 spells one of its numbers."""
+    from caopd.paper import TABLE6
+    numbers = set()
+    for f in dataclasses.fields(TABLE6):
+        for v in (getattr(TABLE6, f.name) if isinstance(getattr(TABLE6, f.name), tuple) else (getattr(TABLE6, f.name),)):
+            if isinstance(v, (int, float)) and not isinstance(v, bool): numbers |= {str(v), f'{v:g}', repr(v)}
+    number = '|'.join(map(re.escape, sorted(numbers, key=len, reverse=True)))
+    spelled = re.compile(r'Table 6[^;)"\n]*?(?<![\w.{])(' + number + r')(?![\w.])')  # a number in the clause citing it
+    found = [f'{p.name}:{i}: {line.strip()}' for p in sorted((TEX.parents[2]/'main'/'caopd').glob('*.py'))
+             if p.name not in ('paper.py', '_modidx.py')
+             for i, line in enumerate(p.read_text().splitlines(), 1) if 'Table 6' in line and spelled.search(line)]
+    assert not found, 'Table 6 values typed again (read them from caopd.paper.TABLE6):\n' + '\n'.join(found)
