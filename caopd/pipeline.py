@@ -67,7 +67,7 @@ def evaluation_stage(run:Run, # `prepare(...)`
     from caopd.generation import resolve_backend
     s, out = run.settings, run.folder.eval(which)
     args = evaluation_args(s, model, out)
-    if resolve_backend(model, run.args.backend) == 'vllm':
+    if resolve_backend(model, s.backend) == 'vllm':
         # a vLLM engine holds its GPU memory until its process ends, and training needs it next: a child process
         subprocess.run(evaluation_command(dataclasses.replace(args, backend='vllm', dtype=None)), check=True)
     else:
@@ -92,7 +92,7 @@ def training_stage(run:Run, # `prepare(...)`
     "Train in a child process (`caopd.train.launch_command`: python, torchrun or accelerate launch); the trained model's folder."
     from caopd.train import launch_command, run_logged, server_command, vllm_server
     s, folder = run.settings, run.folder
-    if run.args.resume and folder.training.is_file():  # rerunning a finished run trains nothing
+    if s.resume and folder.training.is_file():  # rerunning a finished run trains nothing
         _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): nothing to train; "
                   f"resume=False (--resume false) trains it again from the start")
         return folder.checkpoint
@@ -193,7 +193,7 @@ def finish(run:Run,
            metrics:dict, # `metrics_stage(...)[0]`
           ) -> dict:
     "The run's last step: the trained weights dropped unless `save_model`, then metrics.json with the run's time (the folder is finished)."
-    if not run.args.save_model: shutil.rmtree(run.folder.checkpoint, ignore_errors=True)  # evaluated; not kept
+    if not run.settings.save_model: shutil.rmtree(run.folder.checkpoint, ignore_errors=True)  # evaluated; not kept
     took = run.folder.read_metrics().get('seconds') if run.folder.finished else None  # a rerun of a finished run keeps its time
     metrics = dict(metrics, seconds=took if took is not None else round(time.time() - run.t0, 1))  # prepare to figures
     run.folder.write_metrics(metrics)  # last: the run folder is finished (`RunFolder.finished`) once it is there

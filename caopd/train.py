@@ -437,6 +437,10 @@ def launch_command(run:RunArguments, settings:RunSettings|None=None,
     "The command that trains `run`: python, accelerate launch (GPUs, FSDP2) or torchrun (CPU processes); with `record`, the processes read the run from it instead of resolving `run`'s arguments again."
     import torch
     settings = settings or resolve_settings(run)
+    if settings.training_gpus and record is None:  # each process would plan again on the GPUs left to it, and refuse
+        raise Refusal("in vllm_mode='server' the training processes see only their own GPUs, so they must read the run's "
+                      "record instead of planning it again: pass record=<out>/settings.json (caopd-train writes it and "
+                      "does so)")
     n = settings.world_size
     args = ['-m', 'caopd.train', *(['--settings', str(record)] if record is not None else
                                    cli_args(dataclasses.replace(run, dry_run=False)))]
