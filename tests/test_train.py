@@ -55,6 +55,15 @@ def test_dry_run_of_every_paper_run(name, params, tmp_path, capsys):
     else: assert c.num_generations == (1 if params['method'] == 'sdft' else K)  # SDFT distils one; the others a group
 
 
+def test_a_trl_field_on_the_command_line_is_in_the_plan(tmp_path, capsys):
+    "A TRL field typed as a flag reaches the config the dry run builds: --num_iterations 2 makes Table 6's IS clip apply."
+    from caopd.train import main
+    for extra, says in (([], 'clip) has no effect here'), (['--num_iterations', '2'], 'clip) applies')):
+        main(['--model', 'Qwen3-8B', '--preset', 'paper', '--dry_run', 'true', '--out', str(tmp_path/'run'), *extra])
+        out = capsys.readouterr().out
+        assert says in out and ('num_iterations = 2' in out) == bool(extra), out[-3000:]
+
+
 @pytest.mark.slow
 def test_paper_sampling_trains(tmp_path):
     "sampling_scheme='paper' end to end: each step distils one trajectory per prompt, whose target is j/K of K others."
