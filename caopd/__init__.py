@@ -43,8 +43,10 @@ _MODULES = ('evaluate',)
 __all__ = [*_WHERE, *_MODULES]
 
 def __getattr__(name:str):
-    import importlib
+    import importlib, importlib.util
     if name in _MODULES: return importlib.import_module(f'{__name__}.{name}')
+    if name not in _WHERE and not name.startswith('_') and importlib.util.find_spec(f'{__name__}.{name}') is not None:
+        return importlib.import_module(f'{__name__}.{name}')  # a module, as after `import caopd.models`: caopd.models
     if name not in _WHERE:
         raise AttributeError(f"module 'caopd' has no attribute {name!r}; the top-level names are {__all__}, "
                              f"the rest live in caopd's modules (caopd.trainer, caopd.evaluate, ...)")

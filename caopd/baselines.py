@@ -13,7 +13,7 @@ import torch
 from trl import GRPOConfig, GRPOTrainer
 
 from .confidence import parse_confidence
-from .config import CaOPDConfig, CaOPDSDFTConfig, CaOPDSDPOConfig
+from .config import CaOPDConfig, CaOPDSDFTConfig, CaOPDSDPOConfig, document_fields
 from .data import check_domain, load_domain
 from .methods import SAMPLING_SCHEMES, TRAINABLE, check_method
 from .paper import DEFAULT_LEARNING_RATE, TABLE6
@@ -128,6 +128,9 @@ class RLCRConfig(BaselineGRPOConfig):
     scale_rewards: str = field(default="none", metadata={
         "help": "RLCR.yaml sets scale_rewards: false, i.e. advantages are rewards minus the group mean."})
 
+document_fields(BaselineGRPOConfig, GRPOConfig)  # help() lists the fields set here, as TRL's configs do
+document_fields(RLCRConfig, GRPOConfig, names=[*vars(BaselineGRPOConfig)['__annotations__'], *vars(RLCRConfig)['__annotations__']]);
+
 # %% ../nbs/08_baselines.ipynb #c029
 @dataclass(frozen=True)
 class MethodSpec:
@@ -198,10 +201,16 @@ def method_config(method:str, # a name in `caopd.methods.TRAINABLE`
     return config_cls(**{k: v for k, v in kwargs.items() if k in known})
 
 # %% ../nbs/08_baselines.ipynb #c033
-def _check_dataset_domain(dataset, domain, what):
-    "A dataset's `domain` column, when it has one, must be `domain` throughout."
-    cols = getattr(dataset, 'column_names', None) or []
-    if 'domain' not in cols or not hasattr(dataset, '__len__'): return
+def _check_dataset_domain(dataset, domain, what, required:bool=False):
+    "A dataset's `domain` column, when it has one, must be `domain` throughout; with `required`, it must have one."
+    cols = getattr(dataset, 'column_names', None)
+    if not isinstance(cols, list) or not hasattr(dataset, '__len__'): return  # columns or rows known only when read
+    if 'domain' not in cols:
+        if not required: return
+        raise ValueError(f"{what} has no 'domain' column, so nothing says its rows are {domain!r} rows, yet the "
+                         f"{domain!r} verifier would score them (on rows of another task every reward is 0, and CaOPD "
+                         f"teaches 'Confidence: 0.0'): pass reward_funcs=[your verifier] for rows of your own, or "
+                         f"rows of caopd.data.load_domain({domain!r}, split)")
     found = sorted(set(dataset['domain']))
     if found != [domain]:
         raise ValueError(f"{what} holds rows of domain(s) {found} but domain={domain!r} was asked for: pass the "
@@ -209,24 +218,33 @@ def _check_dataset_domain(dataset, domain, what):
 
 def build_trainer(method:str, # a name in `caopd.methods.TRAINABLE`: 'sdft', 'caopd-sdft', 'caopd-sdft-tasc', 'sdpo', 'caopd-sdpo', 'grpo', 'rlcr'
                   model:str|os.PathLike, # paper alias, `EMBEDDED_MODEL`, Hugging Face id or local folder
-                  domain:str, # 'chemistry' or 'tooluse'
-                  train_dataset=None, # rows as `caopd.data` makes them (default: `load_domain(domain, 'train')`)
+                  domain:str|None=None, # this project's domain ('chemistry', 'tooluse', 'arithmetic'): its verifier and rows
+                  train_dataset=None, # the rows (default: `load_domain(domain, 'train')`); rows of your own need `reward_funcs`
                   output_dir:str|os.PathLike|None=None, # where checkpoints go (default: runs/<method>)
                   eval_dataset=None, # optional evaluation rows
                   peft_config=None, # a PEFT config (e.g. `peft.LoraConfig`) to train adapters instead of all weights
                   callbacks=None, # transformers `TrainerCallback`s
+                  reward_funcs=None, # your verifier(s), TRL reward functions `f(completions, **columns)`; default: the domain's
                   **config_overrides, # config fields, e.g. max_steps=2, num_generations=2, learning_rate=1e-6
                  ):
-    "A ready-to-train TRL trainer of `method` on `domain` for `model`."
+    "A ready-to-train TRL trainer of `method` for `model`: on `domain`'s rows and verifier, or on your rows with your `reward_funcs`."
     spec = method_spec(method)
-    check_domain(domain)
+    if domain is not None: check_domain(domain)
+    if reward_funcs is None and domain is None:
+        raise ValueError("build_trainer needs a verifier: pass reward_funcs=[your reward function] (with train_dataset, "
+                         "rows of your own), or domain='chemistry', 'tooluse' or 'arithmetic' for this project's rows")
+    if train_dataset is None and domain is None:
+        raise ValueError("build_trainer needs rows: pass train_dataset (a datasets.Dataset with a 'prompt' column), "
+                         "or domain for this project's training split")
+    if train_dataset is None: train_dataset = load_domain(domain, 'train')
+    if domain is not None:  # the domain's verifier scores only rows that say they are the domain's
+        for what, data in (('train_dataset', train_dataset), ('eval_dataset', eval_dataset)):
+            if data is not None: _check_dataset_domain(data, domain, what, required=reward_funcs is None)
     path = model_path(model)
     tokenizer = load_tokenizer(path)
     config_overrides.setdefault('chat_template_kwargs', chat_template_kwargs(model, tokenizer))
     args = method_config(method, output_dir, **config_overrides)
-    if train_dataset is None: train_dataset = load_domain(domain, 'train')
-    _check_dataset_domain(train_dataset, domain, 'train_dataset')
-    if eval_dataset is not None: _check_dataset_domain(eval_dataset, domain, 'eval_dataset')
     trainer_cls, _ = spec.classes()
-    return trainer_cls(model=path, reward_funcs=spec.rewards(domain), args=args, train_dataset=train_dataset,
+    rewards = spec.rewards(domain) if reward_funcs is None else reward_funcs
+    return trainer_cls(model=path, reward_funcs=rewards, args=args, train_dataset=train_dataset,
                        eval_dataset=eval_dataset, processing_class=tokenizer, callbacks=callbacks, peft_config=peft_config)

@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['ESTIMATORS', 'CONFIDENCE_SAMPLINGS', 'ALLOCATIONS', 'CONFIDENCE_TARGETS', 'MU_HAT_FIELDS', 'ONLY_WITH',
-           'TRAINING_REDUCTIONS', 'CAOPD_RULES', 'CaOPDConfig', 'CaOPDSDFTConfig', 'CaOPDSDPOConfig']
+           'TRAINING_REDUCTIONS', 'CAOPD_RULES', 'CaOPDConfig', 'CaOPDSDFTConfig', 'CaOPDSDPOConfig', 'document_fields']
 
 # %% ../nbs/06_config.ipynb #c002
-import warnings
+import dataclasses, warnings
 from dataclasses import dataclass, field, fields
 
 with warnings.catch_warnings():
@@ -260,3 +260,25 @@ class CaOPDSDPOConfig(CaOPDConfig, SDPOConfig):
                           "(distillation_weight=1.0); the policy-gradient part would train on rewritten completions.")
         if "{confidence}" not in self.no_solution_template:
             raise Refusal("no_solution_template must contain the placeholder {confidence} (where mu_hat is written).")
+
+# %% ../nbs/06_config.ipynb #doc2
+def document_fields(cls, # a config dataclass
+                    backbone, # the TRL config it extends (its other fields are documented there)
+                    names=None, # the fields to list; default: those `cls` declares beyond `backbone`'s, and CaOPDConfig's
+                   ):
+    "Append to `cls.__doc__`, as TRL's configs do, a Parameters section: each field's type, default and help text."
+    import textwrap
+    own = set(names) if names is not None else ({f.name for f in fields(CaOPDConfig)} if issubclass(cls, CaOPDConfig)
+                                                else set()) | set(vars(cls).get('__annotations__', {}))
+    lines = [f"Parameters (the ones set here; every other field is {backbone.__name__}'s: help({backbone.__name__})):"]
+    for f in fields(cls):
+        if f.name not in own: continue
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        kind = f.type if isinstance(f.type, str) else getattr(f.type, '__name__', str(f.type))
+        lines.append(f"    {f.name} (`{kind}`, defaults to `{default!r}`):")
+        lines += textwrap.wrap(f.metadata.get('help', ''), 112, initial_indent=' ' * 8, subsequent_indent=' ' * 8)
+    cls.__doc__ = f"{cls.__doc__.rstrip()}\n\n" + "\n".join(lines)
+    return cls
+
+document_fields(CaOPDSDFTConfig, SDFTConfig)
+document_fields(CaOPDSDPOConfig, SDPOConfig);

@@ -179,6 +179,7 @@ def test_import_caopd_is_light_and_offers_the_first_names():
     code = ("import sys, caopd\n"
             "heavy = sorted({'torch', 'trl', 'transformers', 'datasets', 'caopd.trainer'} & set(sys.modules))\n"
             "assert not heavy, heavy\n"
+            "assert caopd.paper.TABLE6.K == 8 and 'torch' not in sys.modules  # a module is an attribute, as once imported\n"
             "assert set(caopd.__all__) <= set(dir(caopd))\n"
             "from caopd import CaOPDSDFTTrainer, CaOPDSDPOTrainer, CaOPDSDFTConfig, CaOPDSDPOConfig, calibration_report, parse_confidence, evaluate\n"
             "import caopd.trainer, caopd.evaluate as ev\n"
