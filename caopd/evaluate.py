@@ -23,25 +23,45 @@ from .verifiers import answer_letter, extract_answer, verify
 _log = logging.getLogger('caopd.evaluate')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
 
 # %% auto #0
-__all__ = ['BREAKDOWNS', 'EXPECTED', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'score_completion',
-           'score_completions', 'report_markdown', 'breakdown_key', 'readout_fields', 'expected_report',
-           'records_report', 'breakdown', 'breakdown_markdown', 'prompts_sha256', 'kept_records', 'open_run',
-           'EvalArguments', 'eval_arguments', 'evaluate', 'expected_markdown', 'write_run', 'write_report', 'rescore',
-           'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'evaluation_markdown', 'main']
+__all__ = ['BREAKDOWNS', 'EXPECTED', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'success_threshold', 'reward_correct',
+           'score_completion', 'score_completions', 'report_markdown', 'breakdown_key', 'readout_fields',
+           'expected_report', 'records_report', 'breakdown', 'breakdown_markdown', 'prompts_sha256', 'kept_records',
+           'open_run', 'EvalArguments', 'eval_arguments', 'evaluate', 'expected_markdown', 'write_run', 'write_report',
+           'rescore', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'evaluation_markdown',
+           'main']
 
 # %% ../nbs/10_evaluate.ipynb #c026
-def score_completion(row:dict,  # a dataset row with `id`, `answer` and `prompt`
+def success_threshold() -> float:
+    "The reward at which a verifier's answer counts as right: CaOPD's `success_reward_threshold` (its default), as in training."
+    from caopd.config import CaOPDConfig
+    return CaOPDConfig.__dataclass_fields__['success_reward_threshold'].default
+
+def reward_correct(verifier, # a TRL reward function `f(prompts, completions, completion_ids, **columns) -> list[float]`
+                   row:dict, # the dataset row (its columns are passed as TRL passes them)
+                   text:str, # the completion
+                  ) -> bool:
+    "Whether `verifier`, called as TRL calls a reward function in training, scores `text` as a success."
+    from trl.data_utils import is_conversational
+    chat = is_conversational({'prompt': row.get('prompt')})
+    completion = [dict(role='assistant', content=text)] if chat else text  # TRL's completion for a chat prompt
+    columns = {k: [v] for k, v in row.items() if k not in ('prompt', 'completion', 'completion_ids')}
+    reward = verifier(prompts=[row.get('prompt')], completions=[completion], completion_ids=None, **columns)[0]
+    return reward is not None and reward >= success_threshold()
+
+def score_completion(row:dict,  # a dataset row with `id`, `prompt` and the verifier's columns (`answer`)
                      sample:int,  # the sample's index among the row's samples
                      completion,  # a string, or a dict with a `completion` and fields to keep
-                     domain:str,  # 'chemistry', 'tooluse' or 'arithmetic', selects the verifier
+                     domain:str|None,  # 'chemistry', 'tooluse' or 'arithmetic', selects the verifier
+                     verifier=None,  # instead of the domain's: a TRL reward function (`reward_correct`)
                     ) -> dict:
     "Parse and verify one completion: its record."
     extra = {k: v for k, v in completion.items() if k != 'completion'} if isinstance(completion, dict) else {}
     text = completion['completion'] if isinstance(completion, dict) else completion
     conf = parse_confidence(text)
     level = {'difficulty': row['difficulty']} if row.get('difficulty') is not None else {}  # rows that have one
-    return dict(id=row['id'], sample=sample, prompt=row.get('prompt'), completion=text, answer=row['answer'], **level,
-                correct=bool(verify(domain, text, row['answer'])), confidence=conf, parsed=conf is not None, **extra)
+    ok = reward_correct(verifier, row, text) if verifier is not None else verify(domain, text, row['answer'])
+    return dict(id=row['id'], sample=sample, prompt=row.get('prompt'), completion=text, answer=row.get('answer'), **level,
+                correct=bool(ok), confidence=conf, parsed=conf is not None, **extra)
 
 def score_completions(rows,  # dataset rows with `id`, `answer` and `prompt` (a `datasets.Dataset` or list of dicts)
                       completions:list[list],  # `n` completions per row: strings, or dicts with a `completion` and fields to keep
@@ -152,7 +172,7 @@ def prompts_sha256(rows,  # the evaluated rows, with `id`, `prompt` and `answer`
                   ) -> str:
     "A digest of the evaluated prompts (ids, chat messages and gold answers, in order)."
     h = hashlib.sha256()
-    for r in rows: h.update(json.dumps([r['id'], r['prompt'], r['answer']], ensure_ascii=False, sort_keys=True).encode() + b'\n')
+    for r in rows: h.update(json.dumps([r['id'], r['prompt'], r.get('answer')], ensure_ascii=False, sort_keys=True, default=str).encode() + b'\n')
     return h.hexdigest()
 
 def kept_records(path,  # a run folder's records.jsonl
@@ -296,14 +316,21 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
              domain:str|None=None, # 'chemistry', 'tooluse' or 'arithmetic' (ours); None: `args`'s, else 'chemistry'
              split:str|None=None, # dataset split; None: `args`'s, else 'test'
              *,
+             dataset=None, # rows of your own instead of a domain's split: a `datasets.Dataset` or dicts, with `prompt` (chat messages) and the verifier's columns
+             verifier=None, # with `dataset`: your verifier, a TRL reward function (the one you train with); a reward of 1 is right
              args:EvalArguments|None=None, # the options as one object (`caopd-evaluate`'s, the notebook's, a run's)
              name:str|None=None, # the model's name in settings and titles; required for a (model, tokenizer) pair
              progress:bool=True, # show a progress bar
              api_key:str|None=None, # openai backend: the key (default: $OPENAI_API_KEY); never written to `out`
              **options, # any other field of `EvalArguments` (limit, n_samples, temperature, out, backend, ...), over `args`
             ) -> tuple[list[dict], dict]:
-    "Evaluate `model` on a split: generate, parse, verify, report; returns (records, report). Samples already in `out` are kept."
+    "Evaluate `model` on a split, or on your `dataset` with your `verifier`: generate, parse, verify, report; returns (records, report). Samples already in `out` are kept."
     is_pair = isinstance(model, (tuple, list))
+    if (dataset is None) != (verifier is None):
+        raise ValueError("evaluate(dataset=..., verifier=...) takes both, rows of your own and the reward function that "
+                         "scores them (the one you train with); leave both out for a domain's split")
+    if dataset is not None and (domain is not None or split is not None):
+        raise ValueError("evaluate: pass either domain and split (this project's rows) or dataset and verifier, not both")
     if is_pair and not name:
         raise ValueError("evaluate((model, tokenizer), ...) needs name=...: the name to record for this in-memory model")
     a = eval_arguments(args, **{k: v for k, v in dict(domain=domain, split=split).items() if v is not None}, **options,
@@ -324,11 +351,24 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
     if backend == 'transformers':  # the weights' dtype, recorded as loaded
         from caopd.models import default_dtype
         dtype = str(getattr(model[0], 'dtype', dtype) if is_pair else dtype or default_dtype()).replace('torch.', '')
-    rows = load_domain(a.domain, a.split, data_dir=a.data_dir)
-    if a.limit is not None: rows = rows.select(range(min(a.limit, len(rows))))
-    rows_list, prompts = list(rows), rows['prompt']
+    if dataset is None: rows_list = list(load_domain(a.domain, a.split, data_dir=a.data_dir))
+    else:  # rows of the user's: each needs a prompt; an id is its position unless it has one
+        rows_list = [dict(r) for r in dataset]
+        for k, r in enumerate(rows_list):
+            if not isinstance(r.get('prompt'), (str, list)):
+                raise ValueError(f"evaluate: row {k} of dataset has no 'prompt' (chat messages, or a string); its keys are "
+                                 f"{sorted(r)}")
+            r.setdefault('id', k)
+        ids = [r['id'] for r in rows_list]
+        if len(set(map(str, ids))) != len(ids):  # a record is its (id, sample): two rows of one id would be one
+            raise ValueError(f"evaluate: dataset's ids repeat ({next(i for i in ids if ids.count(i) > 1)!r}): give each "
+                             f"row an id of its own, or none (its position is its id)")
+    if a.limit is not None: rows_list = rows_list[:a.limit]
+    prompts, domain_name = [r['prompt'] for r in rows_list], a.domain if dataset is None else None
     settings = dict(model=model_name if is_pair else str(model), model_name=model_name, backend=backend,
-                    domain=a.domain, split=a.split, limit=a.limit, prompts=len(rows), prompts_sha256=prompts_sha256(rows_list),
+                    domain=domain_name, split=a.split if dataset is None else None, limit=a.limit, prompts=len(rows_list),
+                    **({} if verifier is None else dict(verifier=getattr(verifier, '__name__', type(verifier).__name__))),
+                    prompts_sha256=prompts_sha256(rows_list),
                     n_samples=a.n_samples, temperature=a.temperature, top_p=a.top_p, max_new_tokens=a.max_new_tokens, seed=a.seed)
     if backend == 'openai': settings.update(api_kwargs=a.api_kwargs or None)
     if a.readout: settings.update(readout_decimals=a.readout_decimals)
@@ -337,7 +377,7 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
     done = {(r['id'], r['sample']) for r in kept}
     missing = {k: [j for j in range(a.n_samples) if (r['id'], j) not in done] for k, r in enumerate(rows_list)}
     todo = [k for k, js in missing.items() if js]
-    if kept and progress: _log.info(f"resuming {a.out}: {len(done)} of {len(rows) * a.n_samples} samples already there")
+    if kept and progress: _log.info(f"resuming {a.out}: {len(done)} of {len(rows_list) * a.n_samples} samples already there")
     new = []
     def keep(recs):  # every finished sample goes to disk at once
         new.extend(recs)
@@ -347,7 +387,7 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
         for j in missing[k]:
             s = dict(samples[j]) if isinstance(samples[j], dict) else samples[j]
             lp = s.pop('logprobs', None) if isinstance(s, dict) else None  # an API's listing: read here, not kept
-            recs.append(score_completion(rows_list[k], j, s, a.domain))
+            recs.append(score_completion(rows_list[k], j, s, domain_name, verifier))
             if a.readout and backend == 'openai':
                 from caopd.readout import api_readout
                 recs[-1].update(readout_fields(api_readout(recs[-1]['completion'], lp, a.readout_decimals)))
@@ -373,7 +413,7 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
             from caopd.models import load_model, chat_template_kwargs
             lm, tok = model if is_pair else load_model(model, dtype=dtype)  # kept for the readout
             def scored(got, continued=None):  # with the readout on, read from the generation's cache as each batch ends
-                recs = [score_completion(rows_list[i], j, c, a.domain) for i, j, c in got]
+                recs = [score_completion(rows_list[i], j, c, domain_name, verifier) for i, j, c in got]
                 if continued is not None:
                     from caopd.readout import transformers_readouts
                     read = transformers_readouts(lm, tok, continued.texts, [c for _, _, c in got], a.readout_decimals,
@@ -386,7 +426,7 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
                      with_cache=a.readout)
     except BaseException as e:
         if a.out is not None and hasattr(e, 'add_note'):
-            e.add_note(f"caopd.evaluate: {len(done) + len(new)} of {len(rows) * a.n_samples} samples are kept in "
+            e.add_note(f"caopd.evaluate: {len(done) + len(new)} of {len(rows_list) * a.n_samples} samples are kept in "
                        f"{Path(a.out)/'records.jsonl'}; run the same evaluation again (same out, same settings) to "
                        f"generate only the rest.")
         raise
@@ -394,8 +434,8 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
     for r in (kept_records(Path(a.out)/'records.jsonl') if a.out is not None else new):
         if r['id'] in pos and 0 <= r['sample'] < a.n_samples: unique.setdefault((r['id'], r['sample']), r)
     records = sorted(unique.values(), key=lambda r: (pos[r['id']], r['sample']))  # prompt order, as an uninterrupted run
-    if len(records) != len(rows) * a.n_samples:
-        raise RuntimeError(f"{len(records)} records for {len(rows)} prompts x {a.n_samples} samples: some samples are missing")
+    if len(records) != len(rows_list) * a.n_samples:
+        raise RuntimeError(f"{len(records)} records for {len(rows_list)} prompts x {a.n_samples} samples: some samples are missing")
     if a.readout: _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, a.readout_decimals, progress,
                                  a.tensor_parallel_size, a.max_model_len, a.seed, a.batch_size)
     report = records_report(records)  # intervals resample prompts
@@ -446,7 +486,8 @@ def write_report(out,  # the evaluation folder
     by = dict(key=key, groups=breakdown(records, key)) if key else None
     expected = expected_report(records)
     write_json(out/'report.json', dict(settings=settings, report=report, breakdown=by, expected=expected))
-    title = f"{settings.get('model')} on {settings.get('domain')}/{settings.get('split')} (n={report['n']})"
+    rows = f"{settings['domain']}/{settings.get('split')}" if settings.get('domain') else 'rows of your own'
+    title = f"{settings.get('model')} on {rows} (n={report['n']})"
     atomic_write(out/'report.md', report_markdown(report, f'{title}: stated confidence (the paper\'s metric)')
                  + expected_markdown(expected, settings)
                  + (f"\n{breakdown_markdown(by['groups'], key, f'By {BREAKDOWNS[key]}')}" if by else ''))

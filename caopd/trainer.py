@@ -222,6 +222,7 @@ class CaOPDSDFTTrainer(CaOPDMixin, EMATeacherCheckpoints, SDFTTrainer):
                              f"{[getattr(f, '__name__', type(f).__name__) for f in funcs]}.")
         check_trainer_inputs(type(self).__name__, model, dict(train_dataset=train_dataset, eval_dataset=eval_dataset),
                              ("prompt", "privileged_context"))
+        if isinstance(model, os.PathLike): model = os.fspath(model)  # TRL loads only a str (a Path reached .forward)
         super().__init__(model, args, train_dataset, eval_dataset, processing_class, callbacks, optimizers, peft_config)
         self._check_caopd_args()
         self.reward_funcs = funcs
@@ -254,6 +255,7 @@ class CaOPDSDPOTrainer(CaOPDMixin, EMATeacherCheckpoints, SDPOTrainer):
         if args is None: raise ValueError(f"{type(self).__name__} needs args=CaOPDSDPOConfig(...).")
         check_trainer_inputs(type(self).__name__, model, dict(train_dataset=train_dataset, eval_dataset=eval_dataset),
                              ("prompt", "privileged_context") if args.include_environment_feedback else ("prompt",))
+        if isinstance(model, os.PathLike): model = os.fspath(model)  # TRL loads only a str (a Path reached .forward)
         super().__init__(model, reward_funcs, args, train_dataset, eval_dataset, processing_class,
                          reward_processing_classes, callbacks, optimizers, peft_config)
         self._check_caopd_args()

@@ -1,0 +1,38 @@
+"""docs/your-task.md ("CaOPD in your TRL script") as a reader runs it, on a tiny model: its code block, run whole in a
+fresh folder with only the model line changed, trains SDFT and CaOPD on a task of its own and prints both readouts'
+reports. The page cannot go stale without this failing."""
+import re, subprocess, sys
+
+import pytest
+
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow  # trains in a process of its own: not in the quick loop (README, "Working on caopd")
+
+PAGE = ROOT/'docs'/'your-task.md'
+MODEL_LINE = 'model = model_path("smollm2-135m-instruct")'
+
+
+def page_code() -> str:
+    blocks = re.findall(r'```python\n(.*?)```', PAGE.read_text(), re.S)
+    assert len(blocks) == 1, f'{PAGE.name} should hold one python block, the script; it holds {len(blocks)}'
+    return blocks[0]
+
+
+def test_the_page_runs_on_a_tiny_model(tmp_path):
+    from caopd.models import tiny_model
+    code = page_code()
+    lines = [l for l in code.splitlines() if l.startswith(MODEL_LINE)]
+    assert len(lines) == 1, f'{PAGE.name}: no line starting {MODEL_LINE!r} to point at the tiny model'
+    tiny_model(seed=0, save_to=tmp_path/'tiny')
+    script = tmp_path/'your_task.py'
+    script.write_text(code.replace(lines[0], f'model = {str(tmp_path/"tiny")!r}'))
+    res = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=900,
+                         env={'CAOPD_PNG': '0', **__import__('os').environ})
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-4000:]
+    for name in ('sdft', 'caopd'):
+        folder = tmp_path/'runs'/'your-task'/name
+        assert (folder/'model'/'config.json').is_file() and (folder/'eval'/'records.jsonl').is_file()
+        report = (folder/'eval'/'report.md').read_text()
+        assert report in res.stdout and 'on rows of your own (n=16): stated confidence' in report
+        assert '### Expected stated confidence (ours' in report, report
