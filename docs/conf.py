@@ -6,6 +6,7 @@ root_doc = 'README'  # the repository's README is the home page
 extensions = ['myst_nb']
 nb_execution_mode = 'off'  # the notebooks arrive executed (docs/build.py: the cache, or a committed run)
 nb_merge_streams = True
+nb_render_markdown_format = 'gfm'  # a cell's Markdown output (the run notebooks' tables) as GitHub renders it: tables
 myst_enable_extensions = ['dollarmath', 'amsmath']
 myst_heading_anchors = 3  # README links such as `#the-gpu-node` resolve to their heading
 exclude_patterns = ['_build', 'jupyter_execute', 'figures']  # figures/ holds images and tables, not pages

@@ -42,6 +42,12 @@ def test_every_page_is_on_the_site(site):
     assert not remote, f'pages loading scripts from outside the site: {remote[:5]}'
     train = (site/'nbs'/'train.html').read_text()  # a papermill notebook with its committed run's outputs
     assert 'cell_output' in train and 'plotly-graph-div' in train
+    # a Markdown table a cell prints is a table, not its raw `| a | b |` text (MyST-NB renders outputs as CommonMark,
+    # which has no tables, unless conf.py asks for GFM)
+    raw = [f'{p.relative_to(site)}: {m[:80]}' for p in site.rglob('*.html')
+           for m in re.findall(r'<p>\|[^<|]*\|[^<|]*\|[^<]*', p.read_text())]
+    assert not raw, 'tables shown as raw text:\n' + '\n'.join(raw[:10])
+    assert train.count('<table') > 2
 
 
 def test_internal_links_resolve(site):
