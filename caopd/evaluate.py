@@ -605,5 +605,8 @@ class _CallableModule(types.ModuleType):
     def __call__(self, *args, **kwargs): return evaluate(*args, **kwargs)
     __call__.__doc__ = evaluate.__doc__
 
-if __name__ == 'caopd.evaluate': sys.modules[__name__].__class__ = _CallableModule  # not in a notebook kernel
+if __name__ == 'caopd.evaluate':  # not in a notebook kernel
+    sys.modules[__name__].__class__ = _CallableModule
+    import inspect  # help() and inspect.signature show the function's parameters, not (*args, **kwargs)
+    sys.modules[__name__].__signature__ = inspect.signature(evaluate)
 if __name__ == '__main__' and Path(sys.argv[0]).name == 'evaluate.py': main()  # python -m caopd.evaluate (not a notebook kernel)

@@ -208,3 +208,6 @@ def test_caopd_evaluate_is_callable_as_its_function():
         records, report = caopd.evaluate('openai:m', 'chemistry', 'test', data_dir=fixtures_dir(), base_url=api.url,
                                          api_key='k', progress=False)
     assert len(records) == len(rows) and report['accuracy'] == 1.0
+    import inspect, pydoc  # what help() shows: the function's parameters, not the callable module's (*args, **kwargs)
+    assert inspect.signature(caopd.evaluate) == inspect.signature(caopd.evaluate.evaluate)
+    assert 'dataset=None' in str(inspect.signature(caopd.evaluate))
