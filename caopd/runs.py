@@ -4,21 +4,25 @@
 
 # %% ../nbs/12_runs.ipynb #c002
 from __future__ import annotations
-import dataclasses, itertools, json, shlex
+import dataclasses, itertools, json, os, shlex
 from pathlib import Path
 
 from .arguments import RunArguments, _recipe, parse_args, resolve_settings
 from .cli import Refusal, command, named
 from .data import shipped_file, shipped_path
 from .metrics import REPORT_KEYS
-from .io import markdown_table
+from .io import markdown_table, read_json, write_json
 from .memory import run_memory_plan
 from .provenance import check_no_credentials
 from .runfolder import RunFolder, find_runs, is_run, load_run
 
 # %% auto #0
-__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'NODES', 'runs_table', 'papermill_command', 'read_grid', 'plan_row', 'plan_text',
-           'recipe_runs', 'nodes_markdown', 'plans_markdown', 'run_grid', 'grid_plans', 'nodes_report', 'main']
+__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'NODES', 'EXECUTORS', 'CLUSTER_KEYS', 'CPUS_PER_GPU', 'HOST_MARGIN', 'PROCESS_HOST_GIB',
+           'NO_LIMIT_MIN', 'JOBS_FILE', 'ACTIVE', 'runs_table', 'papermill_command', 'read_grid', 'plan_row',
+           'plan_text', 'recipe_runs', 'nodes_markdown', 'plans_markdown', 'check_grid', 'run_params', 'run_grid',
+           'time_minutes', 'cluster_options', 'job_resources', 'resources_text', 'jobs_markdown', 'stop_process_tree',
+           'GridJob', 'read_jobs', 'job_state', 'grid_status', 'status_markdown', 'submit_grid', 'grid_plans',
+           'nodes_report', 'main']
 
 # %% ../nbs/12_runs.ipynb #c005
 RUN_METRICS = REPORT_KEYS  # every key of a calibration report (caopd.metrics): metrics, stated subset, intervals
@@ -63,7 +67,7 @@ def papermill_command(notebook='nbs/train.ipynb', # the parameterized notebook
     return f'mkdir -p {shlex.quote(str(out))} && ' + ' '.join(shlex.quote(a) for a in args)
 
 # %% ../nbs/12_runs.ipynb #c014
-_GRID_KEYS = {'notebook', 'root', 'defaults', 'runs'}
+_GRID_KEYS = {'notebook', 'root', 'defaults', 'runs', 'slurm'}
 
 def _expand(entry:dict, where:str) -> list[tuple[str, dict]]:
     "(name, params) of one grid entry; a `matrix` entry becomes the product of its values."
@@ -81,7 +85,7 @@ def _expand(entry:dict, where:str) -> list[tuple[str, dict]]:
 
 def read_grid(path, # a grid YAML file, or the name of a shipped one ('cpu.yaml', or the checkout's 'nbs/grids/cpu.yaml')
              ) -> dict:
-    "A grid file as dict(notebook, root, runs=[(name, params), ...]), each run's params with the defaults filled in."
+    "A grid file as dict(notebook, root, runs=[(name, params), ...], slurm), each run's params with the defaults filled in."
     import yaml
     path = shipped_file(path, 'nbs/grids', 'grid file')
     try: spec = yaml.safe_load(path.read_text())
@@ -101,7 +105,9 @@ def read_grid(path, # a grid YAML file, or the name of a shipped one ('cpu.yaml'
             params = {k: v.replace('{root}', root) if isinstance(v, str) else v for k, v in {**defaults, **params}.items()}
             check_no_credentials(params, f"{path}: run {name!r}")  # papermill would write them into the executed notebook
             runs.append((name, params))
-    return dict(notebook=str(spec.get('notebook', 'nbs/train.ipynb')), root=root, runs=runs)
+    slurm = spec.get('slurm') or {}
+    if not isinstance(slurm, dict): raise Refusal(f"{path}: `slurm` is a mapping of cluster options (caopd.runs.CLUSTER_KEYS), got {slurm!r}")
+    return dict(notebook=str(spec.get('notebook', 'nbs/train.ipynb')), root=root, runs=runs, slurm=slurm)
 
 # %% ../nbs/12_runs.ipynb #pc034
 def plan_row(name:str, # the run's name in its grid
@@ -118,7 +124,7 @@ def plan_row(name:str, # the run's name in its grid
     plan = run_memory_plan(settings, gpu)
     fx = [] if plan.fits or not fixes else suggest_fixes(plan)
     return dict(run=name, model=settings.model, method=settings.method, K=settings.K,
-                world=settings.world_size, node=f"{settings.world_size} x {plan.settings['device']}", gib=round(plan.total, 1),
+                world=settings.world_size, gpus=settings.world_size + len(settings.server_gpus or []), node=f"{settings.world_size} x {plan.settings['device']}", gib=round(plan.total, 1),
                 capacity=round(plan.capacity, 1), fits=plan.fits,
                 fix='; '.join(f'{describe_fix(c)} ({p.total:.0f} GiB)' for c, p in fx), plan=plan)
 
@@ -186,14 +192,17 @@ def plans_markdown(rows:list[dict], # `grid_plans(...)`
                           right=()).rstrip('\n')
 
 # %% ../nbs/12_runs.ipynb #c017
-def run_grid(grid, # a grid YAML file (see `read_grid`)
-             force:bool=False, # re-run runs whose folder already holds a finished run (the old run is set aside, kept)
-             dry_run:bool=False, # only print the commands
-             kernel_name:str='python3', # the Jupyter kernel papermill starts
-             log_output:bool=False, # stream the notebook's output while it runs
-             only:str|None=None, # run only the runs whose name matches one of these comma-separated glob patterns
-            ) -> list[Path]:
-    "Execute every run of `grid` through papermill into <root>/<name>/; return the run folders."
+EXECUTORS = dict(  # caopd-runs --executor
+    here="papermill in this process, one run after another",
+    local="submitit's LocalExecutor: each run a job on this machine, one after another, requeued at its time limit",
+    slurm="submitit's SlurmExecutor: each run a SLURM job, all submitted at once; a run that starts from another run "
+          "of the grid (init_from) waits for that run's job (afterok)")
+
+def check_grid(grid, # a grid YAML file (see `read_grid`)
+               only:str|None=None, # only the runs whose name matches one of these comma-separated glob patterns
+              ) -> tuple[dict, Path, bool]:
+    """`read_grid(grid)` with `only` applied, its notebook, and whether that is the train notebook; every run's
+    parameters checked against the notebook's `parameters` cell, and the train notebook's by `RunArguments`' rules."""
     import dataclasses, difflib, fnmatch, papermill as pm
     g = read_grid(grid)
     if only:
@@ -212,6 +221,28 @@ def run_grid(grid, # a grid YAML file (see `read_grid`)
         if known >= fields:  # the train notebook: its parameters are RunArguments, checked by their rules
             try: RunArguments(**{k: v for k, v in params.items() if k in fields})
             except Refusal as e: raise Refusal(f"{grid}: run {name!r}: {e}") from None
+    return g, nb, known >= fields
+
+def run_params(params:dict) -> dict:
+    "A train notebook run's `RunArguments` fields (not the notebook's own parameters, e.g. png)."
+    fields = {f.name for f in dataclasses.fields(RunArguments)}
+    return {k: v for k, v in params.items() if k in fields}
+
+def run_grid(grid, # a grid YAML file (see `read_grid`)
+             force:bool=False, # re-run runs whose folder already holds a finished run (the old run is set aside, kept)
+             dry_run:bool=False, # only print the commands (and, for the train notebook, each run's plan or job)
+             kernel_name:str='python3', # the Jupyter kernel papermill starts
+             log_output:bool=False, # stream the notebook's output while it runs
+             only:str|None=None, # run only the runs whose name matches one of these comma-separated glob patterns
+             executor:str='here', # where the runs run: a key of `EXECUTORS`
+             cluster:dict|None=None, # the jobs' options (`cluster_options`); default: the grid file's `slurm:` mapping
+            ) -> list[Path]:
+    "Execute every run of `grid` through papermill into <root>/<name>/ (or submit one job each); return the run folders."
+    import papermill as pm
+    if executor not in EXECUTORS: raise Refusal(f"executor={executor!r}: use one of {', '.join(EXECUTORS)}")
+    g, nb, train = check_grid(grid, only)
+    if executor != 'here':
+        return submit_grid(grid, g, nb, train, executor, cluster_options(g) if cluster is None else cluster, force, dry_run)
     folders = []
     for name, params in g['runs']:
         out = Path(g['root'])/name
@@ -220,15 +251,267 @@ def run_grid(grid, # a grid YAML file (see `read_grid`)
         if is_run(out) and not force:
             print(f"[skip] {name}: {out} is finished (force=True re-runs it)"); continue
         print(f"[run] {cmd}", flush=True)
-        if dry_run and known >= fields:  # the train notebook: its memory plan on the node it would run on, and the fix
-            run_params = {k: v for k, v in params.items() if k in fields}  # not the notebook's own (png)
-            print(f"      {plan_text(plan_row(name, dict(run_params, out=str(out))))}", flush=True)
+        if dry_run and train:  # the train notebook: its memory plan on the node it would run on, and the fix
+            print(f"      {plan_text(plan_row(name, dict(run_params(params), out=str(out))))}", flush=True)
         if dry_run: continue
         if is_run(out): print(f"[set aside] {name}: the finished run is now {RunFolder(out).set_aside()}", flush=True)
         out.mkdir(parents=True, exist_ok=True)
         pm.execute_notebook(str(nb), str(out/nb.name), parameters=dict(params, out=str(out)), kernel_name=kernel_name,
                             log_output=log_output, progress_bar=False, cwd=str(Path.cwd()))
     return folders
+
+# %% ../nbs/12_runs.ipynb #cl002
+CLUSTER_KEYS = dict(  # the grid file's `slurm:` mapping; caopd-runs' options of the same names win
+    partition="the SLURM partition (sbatch --partition); none: the cluster's default",
+    account="the account charged (sbatch --account)",
+    time="each job's time limit: minutes, 'HH:MM:SS' or 'D-HH:MM:SS'; a run still going then is requeued, and resumes "
+         "from its last checkpoint (save_steps), up to max_num_timeout times",
+    cpus_per_gpu="CPU cores asked per GPU (a CPU run: the cores asked); default 8 (ours)",
+    max_num_timeout="requeues after reaching the time limit (default 3, submitit's)",
+    signal_delay_s="seconds before the time limit at which a job is told to stop and requeue (default 90, submitit's)",
+    setup="shell lines run before each job, e.g. ['module load cuda/12.4']",
+    additional="other sbatch options, a mapping, e.g. {qos: high, constraint: h200}")
+CPUS_PER_GPU = 8  # ours: dataloaders and tokenizers of one training process, with room for vLLM's scheduler
+HOST_MARGIN = 1.25  # ours: a job's CPU memory is its plan's host RAM x this, plus PROCESS_HOST_GIB per process
+PROCESS_HOST_GIB = 8  # ours: one process's Python, CUDA and NCCL host buffers, tokenizer and datasets (not planned)
+NO_LIMIT_MIN = 365 * 24 * 60  # a local job without a time limit: submitit's LocalExecutor needs one (its default is 2 min)
+
+def time_minutes(value, # minutes (a number), or sbatch's 'HH:MM:SS' / 'D-HH:MM:SS'
+                 where:str='time', # where it came from, for the message
+                ) -> int:
+    "A time limit in whole minutes (rounded up); anything else is refused, naming `where`."
+    import math, re
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0: return math.ceil(value)
+    m = re.fullmatch(r'(?:(\d+)-)?(\d+):(\d\d):(\d\d)|(\d+)', str(value).strip())
+    if not m or (m[5] and int(m[5]) == 0): raise Refusal(f"{where}={value!r} is not a time limit: pass minutes (e.g. 1440), "
+                                                        f"'HH:MM:SS' (e.g. '24:00:00') or 'D-HH:MM:SS' (e.g. '2-00:00:00')")
+    if m[5]: return int(m[5])
+    days, hours, minutes, seconds = int(m[1] or 0), int(m[2]), int(m[3]), int(m[4])
+    return math.ceil(days * 1440 + hours * 60 + minutes + seconds / 60)
+
+def cluster_options(grid:dict, # `read_grid(...)`, its `slurm` mapping
+                    **options, # caopd-runs' options (`CLUSTER_KEYS`; None: not given), which win over the grid's
+                   ) -> dict:
+    "The cluster options of a grid run: the grid file's `slurm:` mapping, overridden by the options given."
+    out = dict(grid.get('slurm') or {})
+    out.update({k: v for k, v in options.items() if v is not None})
+    unknown = sorted(set(out) - set(CLUSTER_KEYS))
+    if unknown: raise Refusal(f"unknown cluster option(s) {unknown}; known: {sorted(CLUSTER_KEYS)}")
+    if out.get('time') is not None: out['time'] = time_minutes(out['time'])
+    return out
+
+# %% ../nbs/12_runs.ipynb #cl004
+def job_resources(name:str, # the run's name in its grid
+                  params:dict, # its parameters (`RunArguments` fields)
+                  cluster:dict|None=None, # `cluster_options(...)`
+                 ) -> dict:
+    """What the job of one run asks the scheduler for, from the run's memory plan on the node it is planned for
+    (`plan_row`): the GPUs it trains on and vLLM's server ones; the CPU memory its processes hold (the plan's host RAM while
+    loading, or the states FSDP2 offloads there, whichever is more, with a margin); cores per GPU; the time limit."""
+    import math
+    cluster = cluster or {}
+    row = plan_row(name, params, fixes=False)
+    plan = row['plan']
+    if plan.settings['device'] == 'cpu': gpus, host = 0, plan.total  # a CPU run: its plan is of this machine's RAM
+    else:
+        gpus, host = row['gpus'], plan.host
+        if plan.settings.get('offload'):  # the states FSDP2 keeps in host RAM: what the plan without offload holds on GPUs
+            kept = plan.replan(offload=False)
+            moved = sum(kept.parts[k] - plan.parts[k] for k in ('weights', 'gradients', 'optimizer', 'teacher'))
+            host = max(host, moved * plan.settings['n_gpus'])
+    return dict(model=row['model'], gpus=gpus, cpus=cluster.get('cpus_per_gpu', CPUS_PER_GPU) * max(gpus, 1),
+                mem_gb=math.ceil(host * HOST_MARGIN + PROCESS_HOST_GIB * row['world']), time_min=cluster.get('time'),
+                fits=row['fits'], plan=plan_text(row))
+
+def resources_text(res:dict) -> str:
+    "`job_resources`' ask on one line, as the dry run prints it."
+    t = res.get('time_min')
+    time = 'no time limit' if not t else f"{t // 1440}-{t % 1440 // 60:02d}:{t % 60:02d}:00" if t >= 1440 else f"{t // 60:02d}:{t % 60:02d}:00"
+    gpus = f"{res['gpus']} GPU{'s' if res['gpus'] != 1 else ''}, " if res['gpus'] else ''
+    mem = f", {res['mem_gb']} GiB of CPU memory" if res.get('mem_gb') else ", the partition's default CPU memory"
+    return f"{gpus}{res['cpus']} CPU cores{mem}, {time}"
+
+def jobs_markdown(runs:list[tuple[str, dict]], # (name, parameters), e.g. `read_grid(grid)['runs']`
+                  cluster:dict|None=None, # `cluster_options(...)`
+                 ) -> str:
+    "What the job of each run asks for (`job_resources`), runs that ask alike in one row: a markdown table."
+    groups = {}
+    for name, params in runs:
+        res = job_resources(name, params, cluster)
+        offload = ', CPU offload' if params.get('fsdp_offload') else ''
+        groups.setdefault((res['model'] + offload, resources_text(res)), []).append(name)
+    body = [[len(names), model, ask] for (model, ask), names in groups.items()]
+    return markdown_table(body, header=['runs', 'model', 'each job asks for'], right=()).rstrip('\n')
+
+# %% ../nbs/12_runs.ipynb #cl007
+def stop_process_tree(proc, # a `subprocess.Popen` (or None)
+                      grace:float=30, # seconds between SIGTERM and SIGKILL
+                     ):
+    "Stop `proc` and everything it started (papermill's kernel runs in a session of its own, the training processes under it)."
+    import psutil
+    if proc is None or proc.poll() is not None: return
+    try: tree = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    except psutil.NoSuchProcess: return
+    for p in tree:
+        try: p.terminate()
+        except psutil.NoSuchProcess: pass
+    _, alive = psutil.wait_procs(tree, timeout=grace)
+    for p in alive:
+        try: p.kill()
+        except psutil.NoSuchProcess: pass
+
+class GridJob:
+    """One run of a grid as a submitit job: its command in a shell, in the folder `caopd-runs` was started from, with
+    this Python's environment first on PATH. Told to stop (its time limit near, or pre-empted), it stops the command's
+    processes and is requeued as `requeue`: the same run, resumed from its last checkpoint (submitit's checkpointing)."""
+    def __init__(self, command:str, requeue:str|None=None, cwd:str|None=None):
+        self.command, self.requeue, self.cwd, self._proc = command, requeue or command, cwd or os.getcwd(), None
+    def __call__(self) -> str:
+        import subprocess, sys
+        env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        self._proc = subprocess.Popen(['bash', '-c', self.command], cwd=self.cwd, env=env)
+        if rc := self._proc.wait(): raise RuntimeError(f"the run's command exited with status {rc}: {self.command}")
+        return self.command
+    def checkpoint(self, *args, **kwargs):  # submitit calls it on the stop signal; what it returns is submitted again
+        from submitit.helpers import DelayedSubmission
+        stop_process_tree(self._proc)
+        return DelayedSubmission(GridJob(self.requeue, self.requeue, self.cwd))
+    def __getstate__(self): return dict(self.__dict__, _proc=None)  # pickled for the job: no process handle
+    def __repr__(self): return f"GridJob({self.command!r})"
+
+# %% ../nbs/12_runs.ipynb #cl008
+JOBS_FILE = 'jobs.json'  # in the grid's root: every job submitted for the grid, by run name
+ACTIVE = ('PENDING', 'RUNNING', 'REQUEUED', 'CONFIGURING', 'COMPLETING', 'RESIZING', 'SUSPENDED', 'REQUEUE_HOLD',
+          'REQUEUE_FED')  # SLURM states of a job that has not ended (sacct's); a local job's: RUNNING
+
+def read_jobs(root) -> dict:
+    "The grid's job record, `<root>/jobs.json` (run name -> job id, executor, folder, command, resources), {} before any."
+    path = Path(root)/JOBS_FILE
+    return read_json(path, 'the job record caopd-runs --executor writes') if path.is_file() else {}
+
+def job_state(job:dict, # a record of `read_jobs`
+             ) -> str:
+    """Where the job is, as its scheduler says: sacct's state on SLURM ('UNKNOWN' when sacct does not answer); a local
+    job is RUNNING while its process lives, then COMPLETED or FAILED by its result, else INTERRUPTED (killed)."""
+    import pickle, psutil
+    from submitit.core.utils import JobPaths
+    folder = Path(job['logs'])
+    if job['executor'] == 'slurm':
+        from submitit.slurm.slurm import SlurmJob
+        try: return SlurmJob(folder, job['job_id']).state
+        except Exception as e: return f"UNKNOWN ({type(e).__name__})"
+    try:
+        if psutil.Process(int(job['job_id'])).status() != psutil.STATUS_ZOMBIE: return 'RUNNING'
+    except psutil.NoSuchProcess: pass
+    result = JobPaths(folder, job['job_id'], 0).result_pickle
+    if not result.is_file(): return 'INTERRUPTED'
+    with result.open('rb') as f: return 'COMPLETED' if pickle.load(f)[0] == 'success' else 'FAILED'
+
+def grid_status(grid, # a grid YAML file
+               ) -> list[dict]:
+    "Every run of `grid`: finished (its folder is a finished run), else its job's state (`job_state`), else not submitted."
+    g = read_grid(grid)
+    jobs = read_jobs(g['root'])
+    rows = []
+    for name, _ in g['runs']:
+        job, out = jobs.get(name), Path(g['root'])/name
+        state = 'finished' if is_run(out) else job_state(job) if job else 'not submitted'
+        rows.append(dict(run=name, job=job['job_id'] if job else '-', executor=job['executor'] if job else '-',
+                         state=state, log=job['log'] if job else '-'))
+    return rows
+
+def status_markdown(rows:list[dict]) -> str:
+    "`grid_status`' rows as a markdown table."
+    return markdown_table([[r['run'], r['job'], r['executor'], r['state'], r['log']] for r in rows],
+                          header=['run', 'job', 'executor', 'state', 'log'], right=()).rstrip('\n')
+
+# %% ../nbs/12_runs.ipynb #cl009
+def submit_grid(grid, # the grid file, for messages
+                g:dict, # `check_grid(grid)`'s grid
+                nb:Path, # its notebook
+                train:bool, # whether that is the train notebook (runs with a memory plan)
+                executor:str='slurm', # 'slurm' or 'local' (`EXECUTORS`)
+                cluster:dict|None=None, # `cluster_options(...)`
+                force:bool=False, # submit finished runs again (the old run is set aside, kept)
+                dry_run:bool=False, # only print each job: its command, its ask and its plan
+               ) -> list[Path]:
+    """One submitit job per run of the grid (`GridJob`), asking for what its plan needs (`job_resources`); every job's
+    id goes to `<root>/jobs.json` (`read_jobs`). A finished run is skipped, and so is one whose job is still queued or
+    running; a run whose job failed or was killed is submitted again, and resumes from its last checkpoint. On SLURM
+    the jobs are submitted at once, a run that starts from another run of the grid (`init_from`) after that run's job;
+    the local executor runs them one after another and returns when they have ended."""
+    import datetime
+    cluster = dict(cluster or {})
+    root = Path(g['root'])
+    folders = {name: root/name for name, _ in g['runs']}
+    of_folder = {str(f): n for n, f in folders.items()}
+    if executor == 'slurm' and not cluster.get('time'):
+        raise Refusal(f"{grid}: SLURM jobs need a time limit: pass --time (e.g. --time 24:00:00) or set slurm: {{time: ...}} "
+                      f"in the grid file; a run longer than that is requeued and resumes from its last checkpoint")
+    asks = {}
+    for name, params in g['runs']:  # every job's ask before the first is submitted
+        if train:
+            asks[name] = res = job_resources(name, dict(run_params(params), out=str(folders[name])), cluster)
+            if not res['fits'] and not dry_run: raise Refusal(f"{grid}: run {name!r} would not fit its node: {res['plan']}")
+        else: asks[name] = dict(gpus=0, cpus=cluster.get('cpus_per_gpu', CPUS_PER_GPU), mem_gb=None,
+                                time_min=cluster.get('time'), fits=True, plan=None)  # no plan: no GPU, the cores asked
+    jobs = read_jobs(root)
+    ex = None
+    if not dry_run:
+        import submitit
+        n = cluster.get('max_num_timeout', 3)
+        ex = submitit.AutoExecutor(folder=root/'jobs'/'%j', cluster=executor, slurm_max_num_timeout=n,
+                                   local_max_num_timeout=n)
+    failed = []
+    for name, params in g['runs']:
+        out, res = folders[name], asks[name]
+        cmd = papermill_command(nb, out, **params)
+        if is_run(out) and not force:
+            print(f"[skip] {name}: {out} is finished (force=True runs it again)", flush=True); continue
+        prev = jobs.get(name)
+        if prev and not dry_run and (state := job_state(prev)) in ACTIVE:
+            print(f"[queued] {name}: job {prev['job_id']} is {state}", flush=True); continue
+        dep = of_folder.get(str(params.get('init_from') or ''))  # a run of this grid that this one starts from
+        dep = dep if dep and not is_run(folders[dep]) else None
+        print(f"[{executor}] {cmd}", flush=True)
+        print(f"      job: {resources_text(res)}" + (f", after run {dep}" if dep else ''), flush=True)
+        if res['plan']: print(f"      {res['plan']}", flush=True)
+        if dry_run: continue
+        if dep and (executor == 'local' or dep not in jobs):  # local: run in order; SLURM: its job must be known
+            print(f"[wait] {name}: it starts from run {dep}, which has not finished; run the grid again when it has",
+                  flush=True); failed.append(name); continue
+        if is_run(out): print(f"[set aside] {name}: the finished run is now {RunFolder(out).set_aside()}", flush=True)
+        out.mkdir(parents=True, exist_ok=True)
+        requeue = papermill_command(nb, out, **dict(params, resume=True)) if train else cmd  # a requeued run resumes
+        extra = dict(cluster.get('additional') or {})
+        ex.update_parameters(
+            name=f'caopd-{name}', timeout_min=res['time_min'] or NO_LIMIT_MIN, gpus_per_node=res['gpus'],
+            cpus_per_task=res['cpus'], **({'mem_gb': res['mem_gb']} if res['mem_gb'] else {}),
+            slurm_partition=cluster.get('partition'), slurm_account=cluster.get('account'),
+            slurm_setup=list(cluster.get('setup') or []), slurm_dependency=f"afterok:{jobs[dep]['job_id']}" if dep else None,
+            slurm_additional_parameters=extra,
+            **{f'{e}_signal_delay_s': cluster['signal_delay_s'] for e in ('slurm', 'local') if 'signal_delay_s' in cluster})
+        job = ex.submit(GridJob(cmd, requeue))
+        jobs[name] = dict(job_id=str(job.job_id), executor=executor, folder=str(out), command=cmd,
+                          resources={k: res[k] for k in ('gpus', 'cpus', 'mem_gb', 'time_min')},
+                          logs=str(job.paths.folder), log=str(job.paths.stdout),
+                          submitted=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'))
+        write_json(root/JOBS_FILE, jobs)  # after each job: ids are never lost to a later failure
+        print(f"[submitted] {name}: job {job.job_id}, log {job.paths.stdout}", flush=True)
+        if executor == 'local':
+            job.wait()
+            if job.state == 'INTERRUPTED':  # killed: no result will come (submitit would wait for one)
+                failed.append(name); print(f"[failed] {name}: job {job.job_id} was killed; log {job.paths.stdout}", flush=True)
+                continue
+            try: job.result()
+            except Exception as e:
+                failed.append(name)
+                print(f"[failed] {name}: job {job.job_id}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}",
+                      flush=True)
+    if failed:
+        raise Refusal(f"{grid}: {len(failed)} run(s) did not finish: {', '.join(failed)}; `caopd-runs {grid} --status` shows "
+                      f"their jobs and logs, and submitting the grid again resumes them from their last checkpoints")
+    return list(folders.values())
 
 # %% ../nbs/12_runs.ipynb #1cdc9994
 def grid_plans(grid='nbs/grids/paper.yaml', # a grid YAML file (`caopd.runs.read_grid`)
@@ -251,9 +534,16 @@ def nodes_report(grid='nbs/grids/paper.yaml', # the paper's grid
 @command('caopd-runs', dict(grid=(named(read_grid), 'see caopd.runs.read_grid')))  # a bad grid: one line, exit 2
 def main(grid:str, # a grid YAML file, e.g. nbs/grids/cpu.yaml
          force:bool=False, # re-run finished runs
-         dry_run:bool=False, # only print the papermill commands
+         dry_run:bool=False, # only print the papermill commands (with --executor, each job's ask)
          log_output:bool=False, # stream each notebook's output
          only:str=None, # comma-separated glob patterns of run names to run (default: all)
+         executor:str='here', # 'here' (papermill in this process), 'slurm' (one SLURM job per run) or 'local' (one job per run on this machine, through submitit)
+         partition:str=None, # SLURM partition (or slurm: {partition: ...} in the grid file)
+         account:str=None, # SLURM account (or slurm: {account: ...})
+         time:str=None, # each job's time limit, minutes or 'HH:MM:SS' (or slurm: {time: ...}); needed for slurm
+         status:bool=False, # print each run's job and state (from <root>/jobs.json) and do nothing else
         ):
-    "Run a grid of parameterized notebooks through papermill, one run folder each."
-    run_grid(grid, force=force, dry_run=dry_run, log_output=log_output, only=only)
+    "Run a grid of parameterized notebooks through papermill, one run folder each, here or as one cluster job per run."
+    if status: return print(status_markdown(grid_status(grid)))
+    cluster = cluster_options(read_grid(grid), partition=partition, account=account, time=time)
+    run_grid(grid, force=force, dry_run=dry_run, log_output=log_output, only=only, executor=executor, cluster=cluster)

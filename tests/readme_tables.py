@@ -307,6 +307,24 @@ def nodes() -> str:
     return nodes_report()
 
 
+SLURM_EXAMPLE = ['nbs/grids/paper.yaml', '--executor', 'slurm', '--partition', 'gpu', '--account', 'my-lab', '--time', '24:00:00']
+SLURM_SHOWN = 'qwen3-8b-tooluse-caopd-sdft,ct-qwen3-8b-tooluse-chemistry-caopd-sdft,scaling-chemistry-Qwen3-32B-caopd-sdft'
+
+def slurm_jobs() -> str:
+    "What each job of the paper's grid asks SLURM for (`caopd.runs.jobs_markdown`), with SLURM_EXAMPLE's options."
+    from caopd.runs import cluster_options, jobs_markdown, read_grid
+    grid = read_grid(SLURM_EXAMPLE[0])
+    return jobs_markdown(grid['runs'], cluster_options(grid, time=SLURM_EXAMPLE[-1]))
+
+def slurm_dry_run() -> str:
+    "What `caopd-runs` SLURM_EXAMPLE `--dry_run --only` SLURM_SHOWN prints: three runs' commands, jobs and plans."
+    import contextlib, io, shlex
+    from caopd.runs import main
+    args = [*SLURM_EXAMPLE, '--dry_run', '--only', SLURM_SHOWN]
+    with contextlib.redirect_stdout(io.StringIO()) as printed: main(args)
+    return f"```\n$ caopd-runs {shlex.join(args)}\n{printed.getvalue()}```"
+
+
 def gpu_summary() -> str:
     "The GPU runs' one line per run (`figures/gpu/summary.md`, which tests/test_seeds.py remakes from figures/runs/gpu)."
     return (ROOT/'figures'/'gpu'/'summary.md').read_text()
