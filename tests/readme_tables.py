@@ -366,6 +366,20 @@ HEADLINE = {'arithmetic': ['start', 'SDFT', 'CaOPD (SDFT)'],  # the rows, as fig
             'gpu-readout': ['start of CaOPD (SDFT)', 'SDFT', 'CaOPD (SDFT)']}
 
 
+def per_seed(folder:str) -> str:
+    """The headline's AUROC and ECE per seed beside pooled (`figures/<folder>/readout_per_seed.csv`, `caopd.seeds.
+    per_seed_table`): the mean of the seeds' own values [lowest, highest seed], and the pooled value [95% interval]."""
+    t = pd.read_csv(ROOT/'figures'/folder/'readout_per_seed.csv')
+    rows = []
+    for readout in ('stated', 'expected'):
+        for m in HEADLINE[folder]:
+            r = _row(t, method=m, readout=readout)
+            label = 'start (before training)' if m == 'start' else m
+            rows.append([label, readout + (' (ours)' if readout == 'expected' else ''), str(r['seeds']),
+                         *(ci(r, f'{k} {how}') for k in ('auroc', 'ece') for how in ('per seed', 'pooled'))])
+    return _table(['method', 'confidence', 'seeds', 'AUROC per seed', 'AUROC pooled', 'ECE per seed', 'ECE pooled'], rows)
+
+
 def headline(folder:str) -> str:
     """The few columns that say the headline of a seeded grid: accuracy (`seeds.csv`), and AUROC and ECE by the stated
     and the expected confidence (`readout.csv`), each pooled over its seeds with intervals over seeds and questions."""

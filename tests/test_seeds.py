@@ -23,8 +23,8 @@ def _run(tmp_path, **parameters):
 def test_the_committed_tables_come_from_the_committed_runs(tmp_path):
     "Every committed table is what the notebook computes from figures/runs/cpu now: nothing typed in, nothing stale."
     out = _run(tmp_path)
-    for name in ('seeds', 'levels', 'summary', 'checks', 'rollouts', 'rollout_checks', 'readout', 'readout_checks',
-                 'expected_levels'):
+    for name in ('seeds', 'levels', 'summary', 'checks', 'rollouts', 'rollout_checks', 'readout', 'readout_per_seed',
+                 'readout_checks', 'expected_levels'):
         pd.testing.assert_frame_equal(pd.read_csv(out/f'{name}.csv'), pd.read_csv(COMMITTED/f'{name}.csv'), obj=name)
     seeds = pd.read_csv(out/'seeds.csv', dtype={'seed': str})
     pooled = seeds[seeds.seed == 'all'].set_index('method')['n']
@@ -67,7 +67,7 @@ READOUT = ROOT/'figures'/'gpu-readout'
 def test_the_readout_tables_come_from_the_gpu_runs_with_the_readout(tmp_path):
     "figures/gpu-readout is what the notebook computes from figures/runs/gpu-readout: both readouts side by side, checked, over every run of the pair (CaOPD (SDFT) seeds 0-3, SDFT seeds 0-2), none left out."
     out = _run(tmp_path, **dict(GPU_PARAMETERS, runs_dir='figures/runs/gpu-readout'))
-    for name in ('seeds', 'levels', 'summary', 'checks', 'readout', 'readout_checks', 'expected_levels'):
+    for name in ('seeds', 'levels', 'summary', 'checks', 'readout', 'readout_per_seed', 'readout_checks', 'expected_levels'):
         pd.testing.assert_frame_equal(pd.read_csv(out/f'{name}.csv'), pd.read_csv(READOUT/f'{name}.csv'), obj=name)
     printed = ''.join(''.join(o.get('text', '')) for c in json.loads((tmp_path/'seeds.ipynb').read_text())['cells']
                       for o in c.get('outputs', []))
