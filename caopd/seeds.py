@@ -332,7 +332,7 @@ def readout_checks(stated:pd.DataFrame, expected:pd.DataFrame, # as for `readout
                    backbone:str, # its backbone's group, e.g. 'SDFT'
                    start:str='start', # the start's group (`start_label(method)` where each group has its own)
                   ) -> pd.DataFrame:
-    "Issue 41's questions of the expected readout (ours), pooled over seeds, intervals apart: does it rank above the start's, the backbone's and its own stated value, and is it better calibrated than the stated value?"
+    "The questions asked of the expected readout (ours), pooled over seeds, intervals apart: does it rank above the start's, the backbone's and its own stated value, and is it better calibrated than the stated value?"
     (s, ci_s), (e, ci_e) = _pooled(stated), _pooled(expected)
     rows = [dict(check='expected AUROC: above chance, 0.5 (its lower end above)', measured=ci_e(method, 'auroc'),
                  holds=bool(e.loc[method, 'auroc_lo'] > 0.5))]
