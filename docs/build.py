@@ -199,11 +199,11 @@ def stage(dest:Path):
     "A Sphinx source folder with the repository's layout, so README's repo-relative links resolve as on GitHub."
     (dest/'nbs').mkdir(parents=True)
     (dest/'figures').symlink_to(ROOT/'figures')  # the images pages show; Sphinx copies those it uses
-    for p in doc_pages():
-        (dest/p.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True)
-        (dest/p.relative_to(ROOT)).write_text(github_links(p.read_text(), p, dest))
-    for nb in notebooks():  # every page exists before links are rewritten, so links between pages stay on the site
-        (dest/nb.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True); (dest/nb.relative_to(ROOT)).touch()
+    # every page exists before any link is rewritten, so a link to a page the site has stays on the site (a docs/ page
+    # linking to a later one, or to a notebook, went to GitHub when the pages were written one after another)
+    for p in [ROOT/'README.md', *doc_pages(), *notebooks()]:
+        (dest/p.relative_to(ROOT)).parent.mkdir(parents=True, exist_ok=True); (dest/p.relative_to(ROOT)).touch()
+    for p in doc_pages(): (dest/p.relative_to(ROOT)).write_text(github_links(p.read_text(), p, dest))
     for nb in notebooks():
         executed = cached(nb) if not is_papermill(nb) else EXECUTED/nb.relative_to(ROOT/'nbs')
         if not executed.is_file(): executed = nb  # never executed (a preview, or no committed run): its code alone
@@ -253,7 +253,8 @@ def build(out:Path, screenshots:Path|None=None, run:bool=True) -> Path:
             raise SystemExit(f'docs/build.py: sphinx-build reported problems:\n{found or r.stderr[-3000:]}')
         shutil.copytree(html, out)
     # the home page is README.html (its one source); a site is opened at index.html
-    (out/'index.html').write_text('<!DOCTYPE html><meta charset="utf-8"><title>caopd</title><meta http-equiv="refresh" '
+    (out/'index.html').write_text('<!DOCTYPE html><meta charset="utf-8"><title>caopd</title>'
+                                  '<link rel="icon" href="_static/favicon.svg"><meta http-equiv="refresh" '
                                   'content="0; url=README.html"><a href="README.html">caopd</a>\n')
     (out/'.nojekyll').touch()
     if screenshots is not None:
