@@ -23,8 +23,7 @@ with warnings.catch_warnings():
     from trl.experimental.sdpo import SDPOTrainer
     from trl.experimental.sdpo.sdpo_trainer import SuccessfulRolloutTeacherContextBuilder, _extract_last_user_text
 
-# the configs live in caopd.config (nbs/06_config.ipynb); importing them here keeps `caopd.trainer.CaOPDSDFTConfig` etc.
-from .config import CONFIDENCE_TARGETS, ESTIMATORS, CaOPDConfig, CaOPDSDFTConfig, CaOPDSDPOConfig
+from . import config as caopd_config  # the configs live there (nbs/06_config.ipynb), and only there
 from .confidence import confidence_decimals, format_confidence, parse_confidence, rewrite_completion_ids, rewrite_confidence
 from .estimators import empirical_confidence, needs_more_rollouts, spread_requests, target_denominator
 from .loss import caopd_loss
@@ -35,7 +34,7 @@ class CaOPDMixin:
     "CaOPD's steps (Algorithm 1) for a TRL self-distillation trainer; put it first among the bases."
 
     def _check_caopd_args(self):
-        if not isinstance(self.args, CaOPDConfig):
+        if not isinstance(self.args, caopd_config.CaOPDConfig):
             raise TypeError(f"{type(self).__name__} needs a CaOPD config ({self.config_cls.__name__}), got "
                             f"{type(self.args).__name__}: build the config with {self.config_cls.__name__}(...).")
 
@@ -190,7 +189,7 @@ def check_trainer_inputs(trainer:str, # the trainer's class name, for the messag
 
 class CaOPDSDFTTrainer(CaOPDMixin, EMATeacherCheckpoints, SDFTTrainer):
     "TRL's `SDFTTrainer` with CaOPD's target replacement (Algorithm 1); the verifier is `reward_funcs`."
-    config_cls = CaOPDSDFTConfig
+    config_cls = caopd_config.CaOPDSDFTConfig
     _tag_names = ["trl", "sdft", "caopd"]
     _name = "CaOPD-SDFT"
     _paper = CAOPD_PAPER
@@ -199,7 +198,7 @@ class CaOPDSDFTTrainer(CaOPDMixin, EMATeacherCheckpoints, SDFTTrainer):
         self,
         model,  # model id, path or instance (an in-memory model must be saved: TRL rebuilds the teacher from its path)
         reward_funcs=None,  # verifier(s): TRL reward callables `f(prompts, completions, completion_ids, **columns)`
-        args: CaOPDSDFTConfig | None = None,  # the config (required)
+        args: caopd_config.CaOPDSDFTConfig | None = None,  # the config (required)
         train_dataset=None,  # rows with `prompt`, `privileged_context` and the verifier's columns (e.g. `answer`)
         eval_dataset=None,  # same columns
         processing_class=None,  # tokenizer; default: loaded from the model
@@ -234,7 +233,7 @@ class CaOPDTeacherContextBuilder(SuccessfulRolloutTeacherContextBuilder):
 # %% ../nbs/07_trainer.ipynb #c019
 class CaOPDSDPOTrainer(CaOPDMixin, EMATeacherCheckpoints, SDPOTrainer):
     "TRL's `SDPOTrainer` with CaOPD's target replacement (Algorithm 1), reusing SDPO's rollouts and rewards."
-    config_cls = CaOPDSDPOConfig
+    config_cls = caopd_config.CaOPDSDPOConfig
     _tag_names = ["trl", "sdpo", "caopd"]
     _name = "CaOPD-SDPO"
     _paper = CAOPD_PAPER
@@ -243,7 +242,7 @@ class CaOPDSDPOTrainer(CaOPDMixin, EMATeacherCheckpoints, SDPOTrainer):
         self,
         model,  # model id, path or instance (an in-memory model must be saved: TRL rebuilds the teacher from its path)
         reward_funcs=None,  # verifier(s): TRL reward functions (required, as in SDPO)
-        args: CaOPDSDPOConfig | None = None,  # the config (required)
+        args: caopd_config.CaOPDSDPOConfig | None = None,  # the config (required)
         train_dataset=None,  # rows with `prompt` and the verifier's columns (e.g. `answer`)
         eval_dataset=None,  # same columns
         processing_class=None,  # tokenizer; default: loaded from the model

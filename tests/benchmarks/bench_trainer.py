@@ -54,7 +54,8 @@ from trainer_helpers import tiny_model_dir
 from caopd.data import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
 from caopd.generation import GENERATE_TOP_K
 from caopd.models import load_tokenizer
-from caopd.trainer import CaOPDSDFTConfig, CaOPDSDFTTrainer, CaOPDSDPOConfig, CaOPDSDPOTrainer, CaOPDMixin
+from caopd.config import CaOPDSDFTConfig, CaOPDSDPOConfig
+from caopd.trainer import CaOPDSDFTTrainer, CaOPDSDPOTrainer, CaOPDMixin
 from caopd.verifiers import integer_reward
 from trl.experimental.sdft import SDFTConfig, SDFTTrainer
 from trl.experimental.sdpo import SDPOConfig, SDPOTrainer
