@@ -3,3 +3,12 @@
 window.addEventListener('load', () => {
   if (window.Plotly) document.querySelectorAll('div.plotly-graph-div').forEach(d => Plotly.Plots.resize(d));
 });
+
+// The Contents button of the article's header opens the page's contents (a drawer at every width, site.css): the theme
+// listens on the first `.secondary-toggle` of the page only, the top bar's, which the book theme hides
+document.addEventListener('DOMContentLoaded', () => {
+  const opener = document.querySelector('.bd-header .secondary-toggle');
+  document.querySelectorAll('.bd-header-article .secondary-toggle').forEach(b => b.addEventListener('click', e => {
+    e.preventDefault(); e.stopPropagation(); if (opener) opener.click();
+  }));
+});
