@@ -1,28 +1,56 @@
-"""Checks of a built site (docs/build.py): every internal link and image of every page exists, and three pages (home,
-the theory lesson, a results page) load in headless Chromium without a JavaScript error, with every plotly figure
-drawn and every request served by the site itself. A screenshot of each is saved."""
-import functools, html.parser, shutil, threading
+"""Checks of a built site (docs/build.py), each run on every page:
+
+- from the HTML: every internal link and image exists; no Markdown table is shown as its raw `| a | b |` text; no link
+  leaves the site for the repository host (settings.ini's git_url) to show a file the site has a page for;
+- in one headless Chromium, 1280 px wide: every page loads without a JavaScript error or a request the site cannot
+  serve (a favicon included) or one outside it, its plotly figures drawn and formulas typeset, one search box, and
+  nothing cut off on the right: no element whose content is wider than it (code, an equation, a table, a figure) and no
+  page wider than the window. Home, the theory lesson and a results page are photographed (figures/site/ keeps them).
+
+    .ci/env python docs/check.py SITE SCREENSHOTS
+"""
+import configparser, functools, html.parser, re, shutil, threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = 'chromium'  # Debian's package (.ci/run installs it); Playwright drives it, no browser download
+
+
+WIDTH, HEIGHT = 1280, 900  # a laptop's window: the width the overflow check holds the pages to
+SLACK = 8  # px an element may overhang its box (a formula's italic correction) before it counts as cut off
 
 
 def chromium() -> str|None: return shutil.which(CHROMIUM)
 
+def repository_url(root:Path=ROOT) -> str:
+    "The repository's address on its host: settings.ini's git_url (docs/build.py's GIT_URL)."
+    cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(root/'settings.ini')
+    return cfg['DEFAULT'].get('git_url', '').rstrip('/')
+
+def site_pages(site:Path) -> list[Path]:
+    "Every page of the site: its HTML files but the theme's templates under _static/."
+    return sorted(p for p in site.rglob('*.html') if p.relative_to(site).parts[0] != '_static')
+
 
 class _Refs(html.parser.HTMLParser):
-    "The targets a page points at (a href, img src, link href, script src) and the ids it holds."
+    "The targets a page points at (a href, img src, link href, script src), the ids it holds and its icon, if any."
     def __init__(self):
-        super().__init__(); self.refs, self.ids = [], set()
+        super().__init__(); self.refs, self.ids, self.icon = [], set(), None
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if a.get('id'): self.ids.add(a['id'])
         key = {'a': 'href', 'link': 'href', 'img': 'src', 'script': 'src'}.get(tag)
         if key and a.get(key): self.refs.append((tag, a[key]))
+        if tag == 'link' and 'icon' in (a.get('rel') or '').split() and a.get('href'): self.icon = a['href']
 
 def _parse(page:Path) -> _Refs:
+    st = page.stat()
+    return _parsed(page, st.st_mtime_ns, st.st_size)
+
+@functools.lru_cache(maxsize=None)
+def _parsed(page:Path, mtime_ns:int, size:int) -> _Refs:  # each page parsed once per version of it (they are megabytes)
     p = _Refs(); p.feed(page.read_text(errors='replace')); return p
 
 def link_problems(site:Path) -> list[str]:
@@ -31,8 +59,7 @@ def link_problems(site:Path) -> list[str]:
     def refs(page):
         if page not in parsed: parsed[page] = _parse(page)
         return parsed[page]
-    # _static/ holds the theme's templates, not pages
-    for page in sorted(p for p in site.rglob('*.html') if p.relative_to(site).parts[0] != '_static'):
+    for page in site_pages(site):
         for tag, ref in refs(page).refs:
             u = urlsplit(ref)
             if u.scheme or u.netloc or ref.startswith(('#', 'javascript:')): continue  # external, or this page
@@ -44,6 +71,43 @@ def link_problems(site:Path) -> list[str]:
             elif u.fragment and target.suffix == '.html' and unquote(u.fragment) not in refs(target).ids:
                 problems.append(f'{where}: no anchor #{u.fragment} there')
     return problems
+
+
+RAW_TABLE = re.compile(r'<p>\|[^<|]*\|[^<|]*\|[^<]*')  # a paragraph that starts `| a | b |`: a table left as text
+
+def raw_table_problems(site:Path) -> list[str]:
+    "Markdown tables shown as their raw `| a | b |` text (MyST-NB renders outputs as CommonMark, which has no tables)."
+    site = site.resolve()
+    return [f'{p.relative_to(site)}: a table shown as raw text: {m.splitlines()[0][:80]}'
+            for p in site_pages(site) for m in RAW_TABLE.findall(p.read_text(errors='replace'))]
+
+def offsite_link_problems(site:Path, repo:str|None=None) -> list[str]:
+    """Links that leave the site for the repository host to show a file the site has a page for (a notebook, a docs/
+    page, the README): the reader should get the site's page, with its outputs, not the repository's file."""
+    site, repo, problems = site.resolve(), (repo or repository_url()).rstrip('/'), []
+    if not repo: return problems
+    at = re.compile(re.escape(repo) + r'/(?:blob|tree|raw)/[^/]+/(?P<path>[^?#]+)')
+    for page in site_pages(site):
+        for tag, ref in _parse(page).refs:
+            m = at.match(ref) if tag == 'a' else None
+            if not m: continue
+            path = Path(unquote(m['path']))
+            if path.suffix in ('.md', '.ipynb') and (site/path.with_suffix('.html')).is_file():
+                problems.append(f'{page.relative_to(site)}: <a> {ref} leaves the site for its own page '
+                                f'{path.with_suffix(".html").as_posix()}')
+    return problems
+
+def favicon_problems(site:Path) -> list[str]:
+    "Pages that name no icon where the site has no /favicon.ico: the browser asks for that, and the server answers 404."
+    site = site.resolve()
+    if (site/'favicon.ico').is_file(): return []
+    return [f'{p.relative_to(site)}: no <link rel="icon">, and the site has no favicon.ico for the browser to find'
+            for p in site_pages(site) if not _parse(p).icon]
+
+def html_problems(site:Path) -> list[str]:
+    """What the pages' HTML shows wrong, on every page: broken links, raw tables, links off the site to its own pages,
+    no icon."""
+    return link_problems(site) + raw_table_problems(site) + offsite_link_problems(site) + favicon_problems(site)
 
 
 def results_page(site:Path) -> str:
@@ -60,62 +124,107 @@ def pages(site:Path) -> dict[str, str]:
     return {'home': 'index.html', 'lesson': 'nbs/04_theory.html', 'results': results_page(site)}
 
 
+# What is cut off on the right, in the article's column: an element that clips or scrolls its content (overflow hidden,
+# auto, scroll) narrower than that content (code, a display equation), one whose content spills past the column's right
+# edge, innermost first (their ancestors overflow because of them); and the page's own width against the window's. A
+# table may scroll in its own box (the theme's scrollable container, or a DataFrame's output): twenty columns cannot
+# wrap into a column, and its box shows a scrollbar.
+OVERFLOW = """slack => {
+  const article = document.querySelector('.bd-article') || document.querySelector('main') || document.body;
+  const right = article.getBoundingClientRect().right - parseFloat(getComputedStyle(article).paddingRight);
+  const isTableBox = e => e.matches('.pst-scrollable-table-container, .output.text_html') && e.querySelector('table');
+  const clipped = e => { for (let a = e.parentElement; a && a !== article; a = a.parentElement)
+                           if (getComputedStyle(a).overflowX !== 'visible') return true; return false; };
+  const cut = e => {
+    if (!(e instanceof HTMLElement) || e.closest('.plotly-graph-div, mjx-assistive-mml') || !e.clientWidth) return false;
+    if (getComputedStyle(e).overflowX !== 'visible') return e.scrollWidth - e.clientWidth > slack && !isTableBox(e);
+    // content spilling past the column, unless a box around it clips or scrolls it (that box is the one cut off)
+    return e.getBoundingClientRect().left + e.scrollWidth > right + slack && !clipped(e);
+  };
+  const wide = [...article.querySelectorAll('*')].filter(cut);
+  const innermost = wide.filter(e => !wide.some(d => d !== e && e.contains(d)));
+  const text = e => [...(e.innerText || e.textContent || '').trim().replace(/\\s+/g, ' ')].slice(0, 60).join('');
+  const say = e => `<${e.tagName.toLowerCase()}${e.className ? ' class="' + e.className + '"' : ''}> ${e.scrollWidth} px`
+    + ` wide in ${e.clientWidth} px: "${text(e)}"`;
+  return {cut: innermost.map(say), page: document.documentElement.scrollWidth, window: window.innerWidth};
+}"""
+# search fields and buttons a reader can see outside the article (the search page's own form is its content)
+SEARCH_BOXES = """() => [...document.querySelectorAll('.search-button__button, form.bd-search')]
+  .filter(e => e.offsetWidth && getComputedStyle(e).visibility !== 'hidden'
+               && !e.closest('.bd-article, .bd-search-container')).length"""
+UNDRAWN = "[...document.querySelectorAll('div.plotly-graph-div')].filter(d => !d.querySelector('svg.main-svg'))"
+
+
 def browser_problems(site:Path, screenshots:Path) -> list[str]:
-    "Open the three pages in headless Chromium; what went wrong on them. Screenshots go to `screenshots`/<name>.png."
+    """Open every page in one headless Chromium, as a reader does; what went wrong on each. The pages of `pages()` are
+    photographed into `screenshots`/<name>.png."""
     from playwright.sync_api import sync_playwright
-    class Quiet(SimpleHTTPRequestHandler):
+    site, problems, now = site.resolve(), [], {'page': ''}
+    class Quiet(SimpleHTTPRequestHandler):  # every request the site cannot serve, those no page event reports included
         def log_message(self, *args): pass
+        def log_request(self, code='-', size='-'):
+            if str(code).isdigit() and int(code) >= 400:
+                problems.append(f'{now["page"]}: HTTP {int(code)} for {self.path} (the site has no such file)')
     handler = functools.partial(Quiet, directory=str(site))
-    server = ThreadingHTTPServer(('127.0.0.1', 0), handler)
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request, address): pass  # a request the browser gave up on (it moved to the next page)
+    server = Server(('127.0.0.1', 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f'http://127.0.0.1:{server.server_port}/'
-    problems = []
+    shots = {path: name for name, path in pages(site).items()}
+    # every page, the home page by the address a reader opens (index.html, which forwards to README.html)
+    paths = ['index.html'] + [p.relative_to(site).as_posix() for p in site_pages(site)
+                              if p.relative_to(site).as_posix() not in ('index.html', 'README.html')]
     screenshots.mkdir(parents=True, exist_ok=True)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium(), args=['--no-sandbox'])  # as root, no sandbox
-            ctx = browser.new_context(viewport={'width': 1280, 'height': 900})
+            ctx = browser.new_context(viewport={'width': WIDTH, 'height': HEIGHT})
             def route(r):  # everything a page needs is on the site: a request elsewhere is a problem, and blocked
                 if r.request.url.startswith((base, 'data:', 'blob:')): return r.continue_()
-                problems.append(f'request outside the site: {r.request.url}'); r.abort()
+                problems.append(f'{now["page"]}: request outside the site: {r.request.url}'); r.abort()
             ctx.route('**/*', route)
-            for name, path in pages(site).items():
-                pg = ctx.new_page()
-                pg.on('console', lambda m, n=path: m.type == 'error'
-                      and problems.append(f'{n}: console error: {m.text}'))
-                pg.on('pageerror', lambda e, n=path: problems.append(f'{n}: JavaScript error: {e}'))
-                pg.on('requestfailed', lambda r, n=path: problems.append(f'{n}: request failed: {r.url}'))
-                pg.on('response', lambda r, n=path: r.status >= 400
-                      and problems.append(f'{n}: HTTP {r.status} {r.url}'))
+            pg = ctx.new_page()  # one tab for every page: the scripts they share are loaded once
+            pg.on('console', lambda m: m.type == 'error' and problems.append(f'{now["page"]}: console error: {m.text}'))
+            pg.on('pageerror', lambda e: problems.append(f'{now["page"]}: JavaScript error: {e}'))
+            # (a request the page itself gave up as the browser moved on, index.html's icon as it forwards, is none)
+            pg.on('requestfailed', lambda r: r.failure != 'net::ERR_ABORTED'
+                  and problems.append(f'{now["page"]}: request failed: {r.url} ({r.failure})'))
+            for path in paths:
+                now['page'] = path
                 pg.goto(base + path, wait_until='load')
-                if name == 'home': pg.wait_for_url('**/README.html'); pg.wait_for_load_state('load')
-                undrawn = ("[...document.querySelectorAll('div.plotly-graph-div')]"
-                           ".filter(d => !d.querySelector('svg.main-svg'))")
-                try: pg.wait_for_function(f'{undrawn}.length === 0', timeout=15_000)
-                except Exception:
-                    n = pg.evaluate(f'{undrawn}.length')
-                    problems.append(f'{path}: {n} plotly figure(s) not drawn')
+                if path == 'index.html': pg.wait_for_url('**/README.html'); pg.wait_for_load_state('load')
+                if pg.evaluate(f'{UNDRAWN}.length'):
+                    try: pg.wait_for_function(f'{UNDRAWN}.length === 0', timeout=15_000)
+                    except Exception:
+                        problems.append(f'{path}: {pg.evaluate(f"{UNDRAWN}.length")} plotly figure(s) not drawn')
                 if pg.evaluate('!!(window.MathJax && MathJax.startup && MathJax.startup.promise)'):
                     pg.evaluate('MathJax.startup.promise')
                     if pg.locator('mjx-merror').count(): problems.append(f'{path}: a formula MathJax could not typeset')
-                # the screenshot shows the page's first figure (else its first table); the home page its top
-                first = pg.locator('div.plotly-graph-div, img[src*="_images"]').first
-                if not first.count(): first = pg.locator('table').first
-                if name != 'home' and first.count():
-                    first.evaluate('e => { e.scrollIntoView(); window.scrollBy(0, -70) }')
-                pg.wait_for_timeout(300)
-                pg.screenshot(path=str(screenshots/f'{name}.png'))
-                pg.close()
+                wide = pg.evaluate(OVERFLOW, SLACK)
+                problems += [f'{path}: cut off on the right: {c}' for c in wide['cut'][:5]]
+                if len(wide['cut']) > 5: problems.append(f'{path}: and {len(wide["cut"]) - 5} more cut off')
+                if wide['page'] > wide['window'] + SLACK:
+                    problems.append(f'{path}: the page is {wide["page"]} px wide in a {wide["window"]} px window')
+                if (n := pg.evaluate(SEARCH_BOXES)) > 1: problems.append(f'{path}: {n} search boxes')
+                if path in shots:
+                    # the screenshot shows the page's first figure (else its first table); the home page its top
+                    first = pg.locator('div.plotly-graph-div, img[src*="_images"]').first
+                    if not first.count(): first = pg.locator('table').first
+                    if path != 'index.html' and first.count():
+                        first.evaluate('e => { e.scrollIntoView(); window.scrollBy(0, -70) }')
+                    pg.wait_for_timeout(300)
+                    pg.screenshot(path=str(screenshots/f'{shots[path]}.png'))
             browser.close()
     finally: server.shutdown()
     return problems
 
 
 def check_site(site:Path, screenshots:Path) -> list[str]:
-    "Every problem of the built site `site` (links, then the browser), screenshots written to `screenshots`."
+    "Every problem of the built site `site` (its HTML, then the browser), screenshots written to `screenshots`."
     if not chromium():
         raise SystemExit(f'docs/check.py: no `{CHROMIUM}` on PATH for the browser check (apt-get install chromium)')
-    return link_problems(site) + browser_problems(site, screenshots)
+    return html_problems(site) + browser_problems(site, screenshots)
 
 
 if __name__ == '__main__':  # python docs/check.py SITE SCREENSHOTS: what docs/build.py --screenshots runs after a build
@@ -124,4 +233,4 @@ if __name__ == '__main__':  # python docs/check.py SITE SCREENSHOTS: what docs/b
     site = Path(sys.argv[1])
     if not (site/'index.html').is_file(): raise SystemExit(f'docs/check.py: {site} holds no built site (no index.html)')
     problems = check_site(site, Path(sys.argv[2]))
-    print('\n'.join(problems) or f'{site}: links, pages and figures OK'); raise SystemExit(bool(problems))
+    print('\n'.join(problems) or f'{site}: every page OK (links, tables, layout, figures)'); raise SystemExit(bool(problems))

@@ -42,22 +42,26 @@ def test_every_page_is_on_the_site(site):
     assert not remote, f'pages loading scripts from outside the site: {remote[:5]}'
     train = (site/'nbs'/'train.html').read_text()  # a papermill notebook with its committed run's outputs
     assert 'cell_output' in train and 'plotly-graph-div' in train
-    # a Markdown table a cell prints is a table, not its raw `| a | b |` text (MyST-NB renders outputs as CommonMark,
-    # which has no tables, unless conf.py asks for GFM)
-    raw = [f'{p.relative_to(site)}: {m[:80]}' for p in site.rglob('*.html')
-           for m in re.findall(r'<p>\|[^<|]*\|[^<|]*\|[^<]*', p.read_text())]
-    assert not raw, 'tables shown as raw text:\n' + '\n'.join(raw[:10])
-    assert train.count('<table') > 2
+    assert train.count('<table') > 2  # its printed Markdown tables are tables (test_every_page_s_html: none raw)
+    # plotly.js (4.6 MB) only where a figure is drawn
+    plotly = {p.relative_to(site).as_posix() for p in site.rglob('*.html') if 'plotly.min.js' in p.read_text()}
+    assert 'nbs/04_theory.html' in plotly and 'docs/installing.html' not in plotly
 
 
-def test_internal_links_resolve(site):
-    "Every <a href>, <img src>, <link href> and <script src> of every page that stays on the site finds its file."
-    problems = _docs_module('check').link_problems(site)
+def test_every_page_s_html(site):
+    """Every page, from its HTML: every <a href>, <img src>, <link href> and <script src> that stays on the site finds
+    its file; no Markdown table is left as raw `| a | b |` text (MyST-NB renders outputs as CommonMark unless conf.py
+    asks for GFM); no link leaves for GitHub to show a page the site has (docs/build.py rewrote links before the later
+    pages existed: 35 did); every page names its icon (the browser asked for /favicon.ico: 404)."""
+    check = _docs_module('check')
+    assert check.repository_url() == build.GIT_URL  # the links check looks for the address build.py writes
+    problems = check.html_problems(site)
     assert not problems, '\n'.join(problems[:30])
 
 
 def test_pages_in_the_browser(site, tmp_path):
-    "Home, the theory lesson and a results page load with no JavaScript error, their figures drawn; screenshots taken."
+    """Every page loads in Chromium at 1280 px with no JavaScript error, its figures drawn, one search box, nothing cut
+    off on the right and no page wider than the window; home, the theory lesson and a results page photographed."""
     check = _docs_module('check')
     if not check.chromium(): pytest.skip('no chromium on PATH (apt-get install chromium): the browser check needs it')
     res = subprocess.run([sys.executable, str(ROOT/'docs'/'check.py'), str(site), str(tmp_path)], cwd=ROOT,
@@ -82,3 +86,78 @@ def test_a_cached_notebook_is_stale_when_its_notebook_or_the_package_changes(tmp
     assert not build.is_fresh(nb)
     (tmp_path/'caopd'/'core.py').write_text('x = 1\n'); nb.write_text(nb.read_text() + '\n')
     assert not build.is_fresh(nb)
+
+
+# ---- each check fails on the defect it names: a small site made by hand, each page holding one defect -------------
+PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title>{head}</head>
+<body><nav>{nav}</nav><main><article class="bd-article" style="width: 600px; padding: 0 20px">{body}</article></main>
+</body></html>"""
+SEARCH = '<button class="search-button__button">Search</button>'
+
+def _crafted_site(root, pages:dict, icon:bool=True, nav:dict|None=None):
+    """A site of `pages` ({path: the article's HTML}), README.html its home page (index.html forwards there), each
+    naming an icon or not, `nav` ({path: HTML}) beside the article."""
+    (root/'_static').mkdir(parents=True)
+    (root/'_static'/'favicon.svg').write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
+    (root/'index.html').write_text('<!DOCTYPE html><meta charset="utf-8"><link rel="icon" href="_static/favicon.svg">'
+                                   '<meta http-equiv="refresh" content="0; url=README.html">')
+    for path, body in {'README.html': '<p>home</p>', **pages}.items():
+        f = root/path; f.parent.mkdir(parents=True, exist_ok=True)
+        depth = '../' * (len(f.relative_to(root).parts) - 1)
+        head = f'<link rel="icon" href="{depth}_static/favicon.svg">' if icon else ''
+        f.write_text(PAGE.format(title=path, head=head, nav=(nav or {}).get(path, SEARCH), body=body))
+    return root
+
+
+def test_the_html_checks_fail_on_their_defects(tmp_path):
+    check = _docs_module('check')
+    repo = build.GIT_URL
+    bad = _crafted_site(tmp_path/'bad', {
+        'docs/tables.html': '<p>| method | ece |\n| --- | --- |\n| caopd | 0.1 |</p>',
+        'docs/links.html': f'<a href="{repo}/blob/main/docs/tables.md#x">tables</a> '
+                           f'<a href="{repo}/blob/main/nbs/04_theory.ipynb">theory</a> '
+                           f'<a href="{repo}/blob/main/CHANGELOG.md">changes, not on the site</a> '
+                           f'<a href="https://github.com/huggingface/trl/blob/main/README.md">another repository</a>',
+        'nbs/04_theory.html': '<a href="../docs/nowhere.html">broken</a>'}, icon=False)
+    assert check.raw_table_problems(bad) == ['docs/tables.html: a table shown as raw text: <p>| method | ece |']
+    offsite = check.offsite_link_problems(bad)
+    assert len(offsite) == 2 and all(p.startswith('docs/links.html: <a> ' + repo) for p in offsite), offsite
+    assert 'docs/tables.html' in offsite[0] and 'nbs/04_theory.html' in offsite[1]
+    assert len(check.favicon_problems(bad)) == 4  # README and the three pages (index.html names it)
+    assert check.link_problems(bad) == ['nbs/04_theory.html: <a> ../docs/nowhere.html: no such file in the site']
+    good = _crafted_site(tmp_path/'good', {'docs/tables.html': '<table><tr><td>caopd</td></tr></table>',
+                                          'docs/links.html': '<a href="tables.html">tables</a>'})
+    assert check.html_problems(good) == []
+
+
+def test_the_browser_check_fails_on_what_a_reader_sees_cut_off(tmp_path):
+    check = _docs_module('check')
+    if not check.chromium(): pytest.skip('no chromium on PATH (apt-get install chromium): the browser check needs it')
+    long = 'x = ' + ' + '.join(['value'] * 200)
+    site = _crafted_site(tmp_path/'site', {
+        # scrolled in its own box (the theme's <pre>, overflow auto): the reader sees the line cut off
+        'nbs/code.html': f'<pre style="overflow: auto">{long}</pre>',
+        # spills past the column, and makes the page wider than the window (a figure drawn at its own width)
+        'nbs/figure.html': '<div style="width: 1800px; height: 20px; background: #ccc"></div>',
+        # clipped (the theme's span.math, overflow hidden)
+        'nbs/math.html': '<p><span style="display: inline-flex; overflow: hidden; width: 40px">'
+                         '<span style="white-space: nowrap">c / ||g|| cut short</span></span></p>',
+        'nbs/search.html': '<p>two search boxes</p>',
+        # a table that scrolls in its own box is how a 20-column table reads in a column: allowed
+        'nbs/table.html': '<div class="pst-scrollable-table-container" style="overflow-x: auto"><table><tr>'
+                          + '<td>0.123456</td>' * 200 + '</tr></table></div>',
+        'nbs/wrapped.html': f'<pre style="white-space: pre-wrap; overflow-wrap: anywhere">{long}</pre>',
+        'nbs/no-icon.html': '<p>text</p>'}, nav={'nbs/search.html': SEARCH * 2})
+    (site/'nbs'/'no-icon.html').write_text((site/'nbs'/'no-icon.html').read_text().replace('<link rel="icon"', '<link'))
+    problems = check.browser_problems(site, tmp_path/'shots')
+    def on(page): return [p for p in problems if p.startswith(page + ':')]
+    assert any('cut off on the right: <pre' in p for p in on('nbs/code.html')), problems
+    assert any('cut off on the right: <div' in p for p in on('nbs/figure.html')), problems
+    assert any('the page is' in p and 'px wide in a 1280 px window' in p for p in on('nbs/figure.html')), problems
+    assert any('cut off on the right: <span' in p for p in on('nbs/math.html')), problems
+    assert on('nbs/search.html') == ['nbs/search.html: 2 search boxes'], problems
+    assert not on('nbs/table.html') and not on('nbs/wrapped.html'), problems
+    assert not on('README.html') and not on('index.html'), problems
+    # a page naming no icon: the browser asks for /favicon.ico, which the site has not (if it asks before moving on)
+    assert set(problems) <= {*on('nbs/code.html'), *on('nbs/figure.html'), *on('nbs/math.html'),
+                             *on('nbs/search.html'), *on('nbs/no-icon.html')}, problems
