@@ -19,7 +19,8 @@ from .runfolder import RunFolder, is_run
 
 # %% auto #0
 __all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'DTYPES', 'RUN_RULES', 'RECIPE_ENV', 'RunArguments',
-           'check_run', 'RunSettings', 'node_gpus', 'resolve_settings', 'cli_args', 'recipe_path', 'parse_args']
+           'check_run', 'RunSettings', 'node_gpus', 'resolve_settings', 'prompt_limit', 'cli_args', 'recipe_path',
+           'parse_args']
 
 # %% ../nbs/11a_arguments.ipynb #c006
 PRESETS = {
@@ -395,6 +396,11 @@ def resolve_settings(run:RunArguments) -> RunSettings:
                 run_name=run.run_name or Path(out).name, push_to_hub=run.push_to_hub, hub_model_id=run.hub_model_id,
                 trainer_overrides=overrides, save_model=run.save_model, out=str(out),
                 versions=version_table())  # torch, CUDA, vLLM, TRL, transformers against their supported ranges
+
+# %% ../nbs/11a_arguments.ipynb #pl001
+def prompt_limit(settings:RunSettings) -> int:
+    "The run's longest prompt in tokens: its `max_prompt_length` override, else Table 6's (the configs' default)."
+    return settings.trainer_overrides.get('max_prompt_length') or TABLE6.max_prompt_length
 
 # %% ../nbs/11a_arguments.ipynb #c028
 def cli_args(run, # a `RunArguments`, or another arguments dataclass (`caopd.evaluate.EvalArguments`)

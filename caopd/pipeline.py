@@ -89,8 +89,8 @@ def evaluation_stage(run:Run, # `prepare(...)`
 def training_stage(run:Run, # `prepare(...)`
                    echo:bool=True, # also print the child's output here (it is always in train_output.log)
                   ) -> Path:
-    "Train in a child process (`caopd.train.launch_command`: python, torchrun or accelerate launch); the trained model's folder."
-    from caopd.train import launch_command, run_logged, server_command, vllm_server
+    "Train in a child process (`caopd.launch.launch_command`: python, torchrun or accelerate launch); the trained model's folder."
+    from caopd.launch import launch_command, run_logged, server_command, vllm_server
     s, folder = run.settings, run.folder
     if s.resume and folder.training.is_file():  # rerunning a finished run trains nothing
         _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): nothing to train; "

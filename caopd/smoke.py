@@ -174,9 +174,9 @@ class SmokeContext:
     def child(self, name:str, # the log's name: logs/<name>.log
               cmd:list[str], # the command
              ) -> tuple[int, str]:
-        "Run `cmd` (`caopd.train.run_logged`, bounded by `timeout`); its exit code and output, both also in smoke.log."
+        "Run `cmd` (`caopd.launch.run_logged`, bounded by `timeout`); its exit code and output, both also in smoke.log."
         import shlex
-        from caopd.train import run_logged
+        from caopd.launch import run_logged
         path = self.out/'logs'/f'{name}.log'
         self.log(f'$ {shlex.join(cmd)}')
         rc = run_logged(cmd, path, echo=self.echo, timeout=self.timeout)
@@ -298,7 +298,7 @@ def _finished_run(ctx:SmokeContext, run, steps:int, log:str):
 
 def check_train(ctx:SmokeContext, name:str='train') -> dict:
     "Rows `train`, `train_cpu`: two CaOPD-SDFT steps through `caopd.train` (vLLM colocated on a GPU), launched as a user would."
-    from caopd.train import launch_command
+    from caopd.launch import launch_command
     from caopd.arguments import resolve_settings
     run = smoke_run(ctx, name)
     settings = resolve_settings(run)
@@ -324,7 +324,7 @@ t.main(sys.argv[2:])
 
 def check_resume(ctx:SmokeContext, name:str='resume') -> dict:
     "Rows `resume`, `resume_cpu`: a run killed after checkpoint-2 keeps it (with the EMA teacher) and resumes from it."
-    from caopd.train import launch_command
+    from caopd.launch import launch_command
     from caopd.arguments import resolve_settings
     from caopd.trainer import EMA_TEACHER_FILE
     run = smoke_run(ctx, name, max_steps=3)
@@ -384,7 +384,7 @@ def check_save_reload(ctx:SmokeContext, name:str='save_reload', train:str='train
 
 # %% ../nbs/14_smoke.ipynb #c033
 def _fsdp2_run(ctx:SmokeContext, name:str, **changes):
-    from caopd.train import launch_command
+    from caopd.launch import launch_command
     from caopd.arguments import resolve_settings
     run = smoke_run(ctx, name, num_processes=ctx.gpus, prompts_per_step=ctx.gpus, **changes)
     settings = resolve_settings(run)

@@ -4,22 +4,22 @@
 
 # %% ../nbs/13_train.ipynb #c002
 from __future__ import annotations
-import contextlib, dataclasses, functools, importlib.util, json, logging, os, shlex, sys, time
+import dataclasses, functools, importlib.util, json, logging, os, shlex, sys, time
 from pathlib import Path
 
 from .cli import Refusal, refusals
-from .arguments import RunArguments, RunSettings, cli_args, parse_args, recipe_path, resolve_settings
+from .arguments import RunArguments, RunSettings, parse_args, prompt_limit, resolve_settings
+from .launch import cuda_visible_devices, launch_command, server_command
 from .memory import check_plan, run_memory_plan, server_plan
 from .runfolder import RunFolder
 
 _log = logging.getLogger('caopd.train')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
 
 # %% auto #0
-__all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'template_kwargs', 'prompt_limit', 'trainer_config',
-           'readout_decimals', 'lora_fields', 'lora_config', 'method_args', 'Callback', 'RunFolderLog',
-           'save_every_rank', 'merge_adapter', 'save_trained', 'TrainingDone', 'StopWhenTrained', 'end_process_group',
-           'check_start', 'process_record', 'Run', 'prepare', 'resume_point', 'train', 'accept_record',
-           'train_recorded', 'launch_command', 'server_command', 'vllm_server', 'run_logged', 'sampling_text',
+__all__ = ['WARMUP_IDENTITY', 'select_prompts', 'warmup_stage', 'template_kwargs', 'trainer_config', 'readout_decimals',
+           'lora_fields', 'lora_config', 'method_args', 'Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter',
+           'save_trained', 'TrainingDone', 'StopWhenTrained', 'end_process_group', 'check_start', 'process_record',
+           'Run', 'prepare', 'resume_point', 'train', 'accept_record', 'train_recorded', 'sampling_text',
            'clip_applies', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c015
@@ -112,11 +112,6 @@ def template_kwargs(settings:RunSettings) -> dict:
     try: tokenizer = load_tokenizer(settings.start, local_files_only=True)
     except (OSError, ValueError): tokenizer = None
     return chat_template_kwargs(settings.model, tokenizer)
-
-def prompt_limit(settings:RunSettings) -> int:
-    "The run's longest prompt in tokens: its `max_prompt_length` override, else Table 6's (the configs' default)."
-    from caopd.paper import TABLE6
-    return settings.trainer_overrides.get('max_prompt_length') or TABLE6.max_prompt_length
 
 def trainer_config(settings:RunSettings, # `resolve_settings(...)`
                    folder:RunFolder, # the run folder (checkpoints go to its trainer/)
@@ -405,7 +400,7 @@ def accept_record(path:str|Path, # the run's settings record: its folder's setti
         want = len(settings.training_gpus or []) or settings.world_size  # server mode: the launch narrows them
         seen = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if seen < want or (settings.training_gpus and seen != want):
-            narrowed = f" ({_gpus(settings.training_gpus)})" if settings.training_gpus else ''
+            narrowed = f" ({cuda_visible_devices(settings.training_gpus)})" if settings.training_gpus else ''
             raise Refusal(f"{path} plans training on {want} GPU(s){narrowed}, but this process sees {seen} "
                           f"(CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', 'unset')}): start it with "
                           f"the launch command caopd-train prints")
@@ -429,94 +424,6 @@ def train_recorded(path:str|Path, # the run's settings record (`accept_record`)
                                f"the data changed since the run was planned; plan it again with caopd-train")
         return _fit(settings, folder, train_rows, t0)
     finally: end_process_group()
-
-# %% ../nbs/13_train.ipynb #20e8ed00
-def launch_command(run:RunArguments, settings:RunSettings|None=None,
-                   record:str|Path|None=None, # the settings record the processes read (`train_recorded`): the run folder's settings.json
-                  ) -> list[str]:
-    "The command that trains `run`: python, accelerate launch (GPUs, FSDP2) or torchrun (CPU processes); with `record`, the processes read the run from it instead of resolving `run`'s arguments again."
-    import torch
-    settings = settings or resolve_settings(run)
-    if settings.training_gpus and record is None:  # each process would plan again on the GPUs left to it, and refuse
-        raise Refusal("in vllm_mode='server' the training processes see only their own GPUs, so they must read the run's "
-                      "record instead of planning it again: pass record=<out>/settings.json (caopd-train writes it and "
-                      "does so)")
-    n = settings.world_size
-    args = ['-m', 'caopd.train', *(['--settings', str(record)] if record is not None else
-                                   cli_args(dataclasses.replace(run, dry_run=False)))]
-    if settings.training_gpus:  # server mode: training does not see the server's GPUs
-        return ['env', _gpus(settings.training_gpus),
-                *launch_command(run, dataclasses.replace(settings, training_gpus=None), record)]
-    if n == 1: return [sys.executable, *args]
-    if torch.cuda.is_available() or settings.preset == 'paper':
-        offload = ['--fsdp_offload_params', 'true'] if settings.fsdp_offload else []  # over the recipe's false
-        return ['accelerate', 'launch', '--config_file', str(recipe_path('accelerate_fsdp2.yaml')),
-                '--num_processes', str(n), *offload, *args]
-    return [sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', str(n), *args]
-
-def _gpus(ids:list[int]) -> str: return 'CUDA_VISIBLE_DEVICES=' + ','.join(map(str, ids))
-
-def server_command(settings:RunSettings) -> list[str] | None:
-    "The command that starts the `trl vllm-serve` the run uses when `vllm_mode='server'` (else None): on its own GPUs."
-    if not settings.server_gpus: return None
-    from caopd.models import resolve_model_name
-    start = settings.start  # the hub id of a paper alias (vLLM knows no caopd short name), or the folder
-    model = start if Path(start).is_dir() else resolve_model_name(start)
-    return ['env', _gpus(settings.server_gpus), 'trl', 'vllm-serve', '--model', model,
-            '--tensor_parallel_size', str(len(settings.server_gpus)),
-            '--max_model_len', str(prompt_limit(settings) + settings.max_completion_length)]
-
-# %% ../nbs/13_train.ipynb #0bf3f3a2
-@contextlib.contextmanager
-def vllm_server(settings:RunSettings, # `resolve_settings(...)`
-                log_path:str|Path, # where the server's output goes
-               ):
-    "Run the run's `trl vllm-serve` (server mode) while the block runs, stopped after it, whole; nothing otherwise."
-    cmd = server_command(settings)
-    if cmd is None: yield None; return
-    import signal, subprocess
-    with open(log_path, 'w') as log:  # the training's client waits for it (vllm_server_timeout)
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        try: yield proc
-        finally:
-            for sig in (signal.SIGTERM, signal.SIGKILL):  # the server and the engine processes it started
-                try: os.killpg(proc.pid, sig)
-                except ProcessLookupError: break
-                try: proc.wait(timeout=60); break
-                except subprocess.TimeoutExpired: pass
-
-# %% ../nbs/13_train.ipynb #c029b
-_QUIET = ('Writing model shards', 'warnings.warn')  # lines kept in the log but not echoed
-
-def run_logged(cmd:list[str], # the command, e.g. `launch_command(run)`
-               log_path:str|Path, # where its output goes (overwritten)
-               echo:bool=True, # also print each line here
-               timeout:float|None=None, # seconds before the child and every process it started are killed; None: no limit
-              ) -> int:
-    "Run `cmd`, its stdout and stderr written to `log_path` as they come (unbuffered) and echoed; its exit code."
-    import signal, subprocess, threading
-    env = dict(os.environ, PYTHONUNBUFFERED='1')  # inherited by torchrun's and accelerate's workers
-    group = timeout is not None  # a session of its own, so a timeout kills the launcher's workers too
-    with open(log_path, 'w', buffering=1) as log:
-        child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1, env=env,
-                                 start_new_session=group)
-        def kill():
-            try: os.killpg(child.pid, signal.SIGKILL) if group else child.kill()
-            except ProcessLookupError: pass
-        timer = threading.Timer(timeout, kill) if group else None
-        if timer: timer.daemon = True; timer.start()
-        try:
-            for line in child.stdout:
-                log.write(line)
-                if echo and not line.lstrip().startswith(_QUIET): print(line, end='', flush=True)
-        except BaseException: kill(); raise  # interrupted here: the child does not run on unseen
-        finally:
-            if timer: timer.cancel()
-        rc = child.wait()
-        if group: kill()  # what the child left behind (a vLLM worker of a killed run) holds no GPU memory
-        if timer and timer.finished.is_set() and rc == -signal.SIGKILL:
-            log.write(f'[run_logged] killed after the timeout of {timeout} s\n')
-    return rc
 
 # %% ../nbs/13_train.ipynb #c031
 def sampling_text(settings:RunSettings) -> str:

@@ -85,7 +85,7 @@ def test_server_mode_takes_gpus_of_its_own(node, monkeypatch):
     import shlex
     from caopd.cli import Refusal
     from caopd.arguments import RunArguments, resolve_settings
-    from caopd.train import launch_command, server_command
+    from caopd.launch import launch_command, server_command
     node(1)
     with pytest.raises(Refusal, match=r"vllm_mode='server' runs vLLM on GPUs of its own \(1\) .* this node has 1 GPU"):
         resolve_settings(RunArguments(model='Qwen3-8B', vllm_mode='server', dry_run=True))
@@ -112,7 +112,7 @@ def test_server_mode_takes_gpus_of_its_own(node, monkeypatch):
 
 def test_the_vllm_server_runs_for_the_block_only(monkeypatch, tmp_path):
     "The notebook's server: started before training, its output kept, stopped (its whole process group) after."
-    import os, caopd.train as T
+    import os, caopd.launch as T
     monkeypatch.setattr(T, 'server_command', lambda settings: [sys.executable, '-c', 'import time; print("serving", flush=True); time.sleep(120)'])
     with T.vllm_server({}, tmp_path/'server.log') as proc:
         import time

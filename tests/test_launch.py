@@ -67,7 +67,8 @@ CASES = {  # name: (GPUs of the node, run arguments, the launcher, the GPUs the 
 @pytest.mark.parametrize('name', CASES)
 def test_the_launched_process_trains_the_parents_plan(name, node, tmp_path):
     from caopd.arguments import RunArguments
-    from caopd.train import launch_command, prepare, server_command, trainer_config
+    from caopd.launch import launch_command, server_command
+    from caopd.train import prepare, trainer_config
     gpus, params, launcher, seen = CASES[name]
     node(gpus)
     run = RunArguments(**params, out=str(tmp_path/'run'))
@@ -91,7 +92,8 @@ def test_the_launched_process_trains_the_parents_plan(name, node, tmp_path):
 def test_a_launched_process_checks_what_is_its_own(node, tmp_path):
     "A process launched with another world size, or seeing other GPUs than its record plans, is refused in one line."
     from caopd.arguments import RunArguments
-    from caopd.train import launch_command, prepare
+    from caopd.launch import launch_command
+    from caopd.train import prepare
     node(4)
     run = RunArguments(**CASES['server-2'][1], out=str(tmp_path/'run'))
     prepared = prepare(run)
@@ -113,7 +115,8 @@ def test_a_killed_run_resumes_through_the_launch(node, tmp_path):
     parent accepts its own folder with the record unchanged and builds the same launch command, and the launched process
     reads that record and resumes from the last checkpoint."""
     from caopd.arguments import RunArguments
-    from caopd.train import launch_command, prepare
+    from caopd.launch import launch_command
+    from caopd.train import prepare
     node(4)
     params = dict(model='Qwen3-8B', out=str(tmp_path/'run'))
     first = prepare(RunArguments(**params))

@@ -84,7 +84,8 @@ def test_credentials_in_the_environment_reach_no_file(tmp_path, monkeypatch):
     from caopd.data import fixtures_dir
     from caopd.evaluate import evaluate, load_domain
     from caopd.testing import ScriptedAPI
-    from caopd.train import dry_run, launch_command, run_logged
+    from caopd.launch import launch_command, run_logged
+    from caopd.train import dry_run
     from caopd.arguments import parse_args
     for k, v in CREDENTIAL_ENV.items(): monkeypatch.setenv(k, v)
     out = tmp_path/'run'
