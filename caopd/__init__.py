@@ -35,21 +35,18 @@ _LAZY = {  # module -> the names it offers at the top
     'caopd.runfolder': ('load_run',),
     'caopd.runs': ('runs_table',),
     'caopd.arguments': ('RunArguments',),
+    'caopd.evaluation': ('evaluate',),
 }
 _WHERE = {name: module for module, names in _LAZY.items() for name in names}
-# `evaluate` is the module caopd.evaluate, which is callable as its function `evaluate` (a function of that name here
-# would be replaced by the module as soon as anything imports caopd.evaluate, which Python binds to this attribute)
-_MODULES = ('evaluate',)
-__all__ = [*_WHERE, *_MODULES]
+__all__ = [*_WHERE]
 
 def __getattr__(name:str):
     import importlib, importlib.util
-    if name in _MODULES: return importlib.import_module(f'{__name__}.{name}')
     if name not in _WHERE and not name.startswith('_') and importlib.util.find_spec(f'{__name__}.{name}') is not None:
         return importlib.import_module(f'{__name__}.{name}')  # a module, as after `import caopd.models`: caopd.models
     if name not in _WHERE:
         raise AttributeError(f"module 'caopd' has no attribute {name!r}; the top-level names are {__all__}, "
-                             f"the rest live in caopd's modules (caopd.trainer, caopd.evaluate, ...)")
+                             f"the rest live in caopd's modules (caopd.trainer, caopd.evaluation, ...)")
     value = getattr(importlib.import_module(_WHERE[name]), name)
     globals()[name] = value  # the next look-up does not come here
     return value

@@ -311,7 +311,7 @@ def resolve_settings(run:RunArguments) -> RunSettings:
     import torch
     from caopd.data import check_domain
     from caopd.provenance import check_no_credentials
-    from caopd.evaluate import protocol
+    from caopd.evaluation import protocol
     from caopd.machine import version_table
     from caopd.runfolder import run_folder
     from caopd.machine import NoGPUError, cpu_refusal, cpu_sized, gpu_refusal
@@ -403,7 +403,7 @@ def prompt_limit(settings:RunSettings) -> int:
     return settings.trainer_overrides.get('max_prompt_length') or TABLE6.max_prompt_length
 
 # %% ../nbs/11a_arguments.ipynb #c028
-def cli_args(run, # a `RunArguments`, or another arguments dataclass (`caopd.evaluate.EvalArguments`)
+def cli_args(run, # a `RunArguments`, or another arguments dataclass (`caopd.evaluation.EvalArguments`)
             ) -> list[str]:
     "`run` as command-line arguments of its console script (`caopd-train`, `caopd-evaluate`): the fields that differ from the defaults."
     out = []

@@ -35,7 +35,7 @@ def _fields(records, # per-sample records
         if not isinstance(r, Mapping) or any(k not in r for k in keys):
             have = sorted(r) if isinstance(r, Mapping) else type(r).__name__
             raise Refusal(f"{what}[{i}] lacks {[k for k in keys if not isinstance(r, Mapping) or k not in r]} "
-                          f"(has {have}); pass records of caopd.evaluate.evaluate or a run folder's records.jsonl")
+                          f"(has {have}); pass records of caopd.evaluation.evaluate or a run folder's records.jsonl")
     return list(records)
 
 def deferral_correct(records:Sequence, # the small model's per-sample records (`id`, `correct`, `confidence`)
@@ -45,7 +45,7 @@ def deferral_correct(records:Sequence, # the small model's per-sample records (`
     records = _fields(records, 'records', 'id')
     if isinstance(deferral, str):
         if deferral != ORACLE: raise Refusal(
-            f"deferral={deferral!r}: pass 'oracle' or the deferral model's records (caopd.evaluate.evaluate)")
+            f"deferral={deferral!r}: pass 'oracle' or the deferral model's records (caopd.evaluation.evaluate)")
         return np.ones(len(records))
     verdicts = {}
     for r in _fields(deferral, 'deferral', 'id', 'correct'): verdicts.setdefault(r['id'], []).append(float(bool(r['correct'])))

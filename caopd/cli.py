@@ -246,6 +246,6 @@ def command(prog:str, # the console script's name, e.g. 'caopd-evaluate'
                 func(**args)
         main.__name__, main.__qualname__, main.__module__, main.func = func.__name__, func.__qualname__, func.__module__, func
         main.__doc__ = f"{func.__doc__} (the console script `{prog}`; `main.func` is the function itself)"
-        if _started_as_script(func): main()  # python -m caopd.evaluate ...
+        if _started_as_script(func): main()  # python -m caopd.evaluation ...
         return main
     return decorate

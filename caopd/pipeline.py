@@ -8,7 +8,7 @@ import dataclasses, gc, logging, shlex, shutil, subprocess, sys, time
 from pathlib import Path
 
 from .arguments import RunArguments, RunSettings, cli_args, parse_args, resolve_settings
-from .evaluate import EvalArguments
+from .evaluation import EvalArguments
 from .cli import refusals
 from .io import read_json, read_jsonl, write_jsonl
 from .runfolder import RunFolder
@@ -34,7 +34,7 @@ def evaluation_args(settings:RunSettings, # the run's settings
                     model:str, # the model evaluated: the start, or the trained checkpoint
                     out:str|Path, # the evaluation's folder (`RunFolder.eval(which)`)
                    ) -> EvalArguments:
-    "The options of a run's evaluation (`caopd.evaluate.EvalArguments`): its test prompts, protocol, seed and readout."
+    "The options of a run's evaluation (`caopd.evaluation.EvalArguments`): its test prompts, protocol, seed and readout."
     from caopd.train import readout_decimals
     return EvalArguments(model=str(model), domain=settings.eval_domain, split='test', limit=settings.eval_limit or None,
                          n_samples=settings.eval_samples, temperature=settings.eval_temperature,
@@ -45,13 +45,13 @@ def evaluation_args(settings:RunSettings, # the run's settings
 
 def evaluation_command(args:EvalArguments, # `evaluation_args(...)`, or any evaluation's options
                       ) -> list[str]:
-    "The `caopd-evaluate` command line (as `python -m caopd.evaluate`) of an evaluation: its options that differ from the defaults."
-    return [sys.executable, '-m', 'caopd.evaluate', *cli_args(args)]
+    "The `caopd-evaluate` command line (as `python -m caopd.evaluation`) of an evaluation: its options that differ from the defaults."
+    return [sys.executable, '-m', 'caopd.evaluation', *cli_args(args)]
 
-def read_evaluation(out:str|Path, # an evaluation's folder, as `caopd.evaluate.write_run` leaves it
+def read_evaluation(out:str|Path, # an evaluation's folder, as `caopd.evaluation.write_run` leaves it
                    ) -> Evaluation:
     "An evaluation read back from its folder: records.jsonl and report.json (both readouts' reports)."
-    from caopd.evaluate import records_report
+    from caopd.evaluation import records_report
     out = Path(out)
     records, saved = read_jsonl(out/'records.jsonl'), read_json(out/'report.json', 'the evaluation did not finish')
     elicited = (records_report(records, 'elicited_confidence')
@@ -63,7 +63,7 @@ def evaluation_stage(run:Run, # `prepare(...)`
                      model:str, # the model evaluated: `run.start`, or the trained checkpoint
                     ) -> Evaluation:
     "Evaluate `model` on the run's test prompts into eval/<which>; a rerun keeps the samples there and makes the missing ones."
-    from caopd.evaluate import elicit_confidence, evaluate
+    from caopd.evaluation import elicit_confidence, evaluate
     from caopd.generation import resolve_backend
     s, out = run.settings, run.folder.eval(which)
     args = evaluation_args(s, model, out)
@@ -120,7 +120,7 @@ def run_metrics(folder:RunFolder, # the run folder metrics.csv and metrics.md go
                ) -> tuple[dict, object, str]:
     "`metrics_stage` from a run folder and its test domain alone: also what `rescore_run` scores a finished run's records with."
     import pandas as pd
-    from caopd.evaluate import BREAKDOWNS, breakdown, breakdown_key, breakdown_markdown
+    from caopd.evaluation import BREAKDOWNS, breakdown, breakdown_key, breakdown_markdown
     from caopd.metrics import POINT_KEYS, interval_text
     from caopd.saving import save_table
     metrics = dict(before=before.report, after=after.report)
@@ -160,7 +160,7 @@ def figures_stage(run:Run, # `prepare(...)`
     "Draw the run's figures into figures/ (training curves, format adherence, reliability, risk-coverage, levels, distributions): {name: figure}."
     from caopd.figures import (confidence_distributions, format_adherence_curves, level_calibration, reliability_grid,
                                risk_coverage_curves, training_curves)
-    from caopd.evaluate import EXPECTED
+    from caopd.evaluation import EXPECTED
     from caopd.saving import save_figure
     from caopd.tables import METHOD_COLORS
     folder, method = run.folder, run.settings.method
@@ -203,7 +203,7 @@ def finish(run:Run,
 def rescore_run(folder, # a finished run folder (both evaluations' records.jsonl and report.json)
                ) -> dict:
     "Score a run folder again from its records (no model): both evaluations, then its metrics; the new `metrics.json`."
-    from caopd.evaluate import rescore
+    from caopd.evaluation import rescore
     folder = RunFolder(folder)
     for which in ('before', 'after'): rescore(folder.eval(which))
     metrics = run_metrics(folder, folder.read_settings()['eval_domain'],  # a record of any age: read as it was written

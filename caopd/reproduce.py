@@ -18,7 +18,7 @@ from .data import PAPER_DOMAINS
 from .tables import METHOD_NAMES, wide_table
 from .methods import TRAINABLE  # the methods a training run can make
 from .io import read_jsonl
-from .evaluate import records_report
+from .evaluation import records_report
 from .metrics import REPORT_KEYS, SELECTIVE_METRICS, calibration_report, interval_text
 from .runfolder import RunFolder, load_run
 from .runs import papermill_command, runs_table
@@ -148,7 +148,7 @@ def missing_run_commands(missing:pd.DataFrame, # rows with domain (the test doma
                          **params, # more notebook parameters for every run, e.g. model='Qwen3-8B', preset='paper'
                         ) -> list:
     "papermill commands (and '# ...' notes) that make the runs behind the rows of `missing`."
-    other = dict(zip(PAPER_DOMAINS, reversed(PAPER_DOMAINS)))  # the paper's OOD pairs (caopd.evaluate.other_domain)
+    other = dict(zip(PAPER_DOMAINS, reversed(PAPER_DOMAINS)))  # the paper's OOD pairs (caopd.evaluation.other_domain)
     out = []
     for r in missing.to_dict('records'):
         d, m, s = r.get('domain', ''), r.get('method', ''), str(r.get('setting', '') or '')

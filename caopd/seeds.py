@@ -19,7 +19,7 @@ from plotly.subplots import make_subplots
 
 from .config import MU_HAT_FIELDS
 from .io import read_jsonl
-from .evaluate import EXPECTED, records_report
+from .evaluation import EXPECTED, records_report
 from .metrics import interval_text
 from .tables import METHOD_NAMES, method_color
 from .runfolder import RunFolder, find_runs, is_run

@@ -268,14 +268,14 @@ def check_versions(ctx:SmokeContext) -> dict:
 N_QUESTIONS = 16  # questions of the vLLM evaluation row
 
 def check_vllm_eval(ctx:SmokeContext) -> dict:
-    "Row `vllm_eval`: `python -m caopd.evaluate --backend vllm` on 16 Chemistry test questions with the smoke model."
+    "Row `vllm_eval`: `python -m caopd.evaluation --backend vllm` on 16 Chemistry test questions with the smoke model."
     out = ctx.out/'vllm_eval'
-    cmd = [sys.executable, '-m', 'caopd.evaluate', '--model', ctx.model, '--backend', 'vllm', '--domain', 'chemistry',
+    cmd = [sys.executable, '-m', 'caopd.evaluation', '--model', ctx.model, '--backend', 'vllm', '--domain', 'chemistry',
            '--limit', str(N_QUESTIONS), '--max_new_tokens', str(ctx.max_completion_length),
            '--max_model_len', str(ctx.max_completion_length + TABLE6.max_prompt_length), '--out', str(out), '--overwrite']
     if ctx.data_dir: cmd += ['--data_dir', str(ctx.data_dir)]
     rc, _ = ctx.child('vllm_eval', cmd)
-    expect(rc == 0, f'caopd.evaluate exited with {rc}: see logs/vllm_eval.log')
+    expect(rc == 0, f'caopd.evaluation exited with {rc}: see logs/vllm_eval.log')
     rep = json.loads((out/'report.json').read_text())
     expect(rep['settings']['backend'] == 'vllm', f"the evaluation ran on {rep['settings']['backend']!r}, not vLLM")
     expect(rep['report']['n'] == N_QUESTIONS, f"{rep['report']['n']} samples scored, not {N_QUESTIONS}")

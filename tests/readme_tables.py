@@ -178,7 +178,7 @@ def _records(folder:Path, stage:str) -> list[dict]:
 @functools.cache
 def _report(name:str, stage:str) -> dict:
     "The all-sample report of the run folder `name`'s evaluation `stage`, recomputed from its records (once per table run)."
-    from caopd.evaluate import records_report
+    from caopd.evaluation import records_report
     return records_report(_records(RUNS/name, stage))
 
 

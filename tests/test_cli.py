@@ -35,7 +35,7 @@ def test_evaluate_cli(tmp_path):
 
 def test_evaluate_names_what_it_wrote_whatever_the_clock(tmp_path, monkeypatch, capsys):
     "A file of the user dated ahead of this machine's clock (copied from another machine, unpacked from an archive) is not named."
-    import caopd.evaluate as E
+    import caopd.evaluation as E
     from caopd.io import write_jsonl
     out = tmp_path/'run'
     out.mkdir(); (out/'notes.txt').write_text('a file of the user, dated by another clock')
@@ -50,14 +50,14 @@ def test_evaluate_names_what_it_wrote_whatever_the_clock(tmp_path, monkeypatch, 
     assert capsys.readouterr().out.strip().splitlines()[-1] == f'wrote {out}/: records.jsonl'
 
 def test_evaluate_cli_bad_domain(tmp_path):
-    res = subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--domain', 'biology', '--limit', '1'],
+    res = subprocess.run([sys.executable, '-m', 'caopd.evaluation', '--domain', 'biology', '--limit', '1'],
                          cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 2 and res.stderr.startswith("caopd-evaluate: error: domain='biology': unknown domain"), res.stderr
 
 def _scripted_cli(args, url, tmp_path):
     import os
     env = dict(os.environ, OPENAI_API_KEY='test-key', CAOPD_PNG='0')
-    return subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--model', 'openai:scripted', '--base_url', url,
+    return subprocess.run([sys.executable, '-m', 'caopd.evaluation', '--model', 'openai:scripted', '--base_url', url,
                            '--data_dir', str(ROOT/'data'/'fixtures'), '--split', 'test', '--n_samples', '2', *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
 
@@ -93,7 +93,7 @@ def test_evaluate_cli_api_flags_and_resume_guard(tmp_path):
         assert not (tmp_path/'bad').exists()
 
 def test_evaluate_cli_help_lists_new_flags():
-    res = subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--help'], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    res = subprocess.run([sys.executable, '-m', 'caopd.evaluation', '--help'], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-2000:]
     for flag in ('--timeout', '--max_retries', '--workers', '--api_kwargs', '--tensor_parallel_size', '--max_model_len', '--overwrite'):
         assert flag in res.stdout, (flag, res.stdout)

@@ -100,7 +100,7 @@ def test_evaluation_refuses_a_nan_model_before_generating(tmp_path):
     with torch.no_grad(): model.model.layers[1].mlp.down_proj.weight[0, 0] = float('nan')
     model.save_pretrained(tmp_path/'broken'); tok.save_pretrained(tmp_path/'broken')
     out = tmp_path/'eval'
-    res = subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--model', str(tmp_path/'broken'), '--domain', 'arithmetic',
+    res = subprocess.run([sys.executable, '-m', 'caopd.evaluation', '--model', str(tmp_path/'broken'), '--domain', 'arithmetic',
                           '--limit', '2', '--out', str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr[-3000:]
     assert f"{tmp_path/'broken'/'model.safetensors'}: the weight model.layers.1.mlp.down_proj.weight holds NaN" in res.stderr
@@ -117,7 +117,7 @@ def test_two_caopd_steps_and_an_evaluation_in_bfloat16_on_cpu(tmp_path):
     folder = RunFolder(out)
     assert folder.read_settings()['dtype'] == 'bfloat16' and folder.read_training()['steps'] == 2
     assert folder.read_training()['skipped_steps'] == []
-    ev = subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--model', str(folder.checkpoint), '--domain', 'arithmetic',
+    ev = subprocess.run([sys.executable, '-m', 'caopd.evaluation', '--model', str(folder.checkpoint), '--domain', 'arithmetic',
                          '--limit', '2', '--max_new_tokens', '8', '--dtype', 'bfloat16', '--out', str(tmp_path/'eval')],
                         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert ev.returncode == 0, ev.stderr[-3000:]

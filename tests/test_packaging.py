@@ -182,11 +182,11 @@ def test_import_caopd_is_light_and_offers_the_first_names():
             "assert caopd.paper.TABLE6.K == 8 and 'torch' not in sys.modules  # a module is an attribute, as once imported\n"
             "assert set(caopd.__all__) <= set(dir(caopd))\n"
             "from caopd import CaOPDSDFTTrainer, CaOPDSDPOTrainer, CaOPDSDFTConfig, CaOPDSDPOConfig, calibration_report, parse_confidence, evaluate\n"
-            "import caopd.trainer, caopd.evaluate as ev\n"
+            "import caopd.trainer, caopd.evaluation as ev\n"
             "for n in caopd.__all__: assert getattr(caopd, n) is not None, n\n"
             "assert CaOPDSDFTTrainer is caopd.trainer.CaOPDSDFTTrainer and issubclass(CaOPDSDFTConfig, caopd.config.CaOPDConfig)\n"
             "assert parse_confidence('Confidence: 0.85') == 0.85 and calibration_report([0.9, 0.2], [True, False])['accuracy'] == 0.5\n"
-            "assert evaluate is ev and caopd.evaluate is ev and callable(ev) and ev.evaluate.__doc__ == ev.__call__.__doc__\n"
+            "assert evaluate is ev.evaluate and caopd.evaluate is ev.evaluate  # the function, whatever was imported before\n"
             "try: caopd.no_such_name\n"
             "except AttributeError as e: assert 'CaOPDSDFTTrainer' in str(e)\n"
             "else: raise AssertionError('no AttributeError')\n"
@@ -196,11 +196,11 @@ def test_import_caopd_is_light_and_offers_the_first_names():
     assert int(res.stdout.split()[-1]) >= 8
 
 
-def test_caopd_evaluate_is_callable_as_its_function():
-    "`caopd.evaluate(...)` evaluates (the module is callable), whatever imported caopd.evaluate first."
-    import caopd
+def test_caopd_evaluate_is_the_function():
+    "`caopd.evaluate(...)` is `caopd.evaluation.evaluate`, after the module was imported too."
+    import caopd, caopd.evaluation
     from caopd.data import fixtures_dir
-    from caopd.evaluate import load_domain
+    from caopd.evaluation import load_domain
     from caopd.testing import ScriptedAPI
     rows = load_domain('chemistry', 'test', data_dir=fixtures_dir())
     script = {r['prompt'][-1]['content']: [f"<answer>{r['answer']}</answer> Confidence: 0.8"] for r in rows}
@@ -208,6 +208,6 @@ def test_caopd_evaluate_is_callable_as_its_function():
         records, report = caopd.evaluate('openai:m', 'chemistry', 'test', data_dir=fixtures_dir(), base_url=api.url,
                                          api_key='k', progress=False)
     assert len(records) == len(rows) and report['accuracy'] == 1.0
-    import inspect, pydoc  # what help() shows: the function's parameters, not the callable module's (*args, **kwargs)
-    assert inspect.signature(caopd.evaluate) == inspect.signature(caopd.evaluate.evaluate)
+    import inspect  # what help() shows: the function's own parameters
+    assert caopd.evaluate is caopd.evaluation.evaluate
     assert 'dataset=None' in str(inspect.signature(caopd.evaluate))

@@ -42,7 +42,7 @@ runs:
 
 
 def test_run_folder(grid_runs):
-    from caopd.evaluate import read_jsonl
+    from caopd.evaluation import read_jsonl
     from caopd.runfolder import load_run
     root, _ = grid_runs
     out = root/'chemistry-caopd-sdft-1'
@@ -134,7 +134,7 @@ def check_table_row_against_records(row):
     times, the same ones before and after training, and the table's accuracy and n, and report.json, are what
     `records_report` makes of the records."""
     from caopd.confidence import parse_confidence
-    from caopd.evaluate import read_jsonl, records_report
+    from caopd.evaluation import read_jsonl, records_report
     from caopd.runfolder import load_run
     from caopd.verifiers import verify
     run = load_run(row['path'])

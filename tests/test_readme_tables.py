@@ -100,7 +100,7 @@ def test_the_estimator_outcomes_are_the_verdicts_of_its_rollouts():
     """The committed draw's outcomes are the verdicts of the committed rollouts (estimators_outcomes.rollouts.jsonl.gz),
     and the verifier gives each of them the same verdict today."""
     import estimators
-    from caopd.evaluate import score_completion
+    from caopd.evaluation import score_completion
     draw, records = estimators.load_outcomes(), estimators.load_rollouts()
     assert len(records) == 64 * 40
     assert estimators.outcomes_of(records, 40) == {k: draw[k] for k in ('ids', 'outcomes')}

@@ -64,14 +64,14 @@ def test_evaluate_refuses_credentials_in_the_endpoint(tmp_path, monkeypatch):
     "A password in --base_url (or $OPENAI_BASE_URL) or an Authorization header in --api_kwargs is refused, never echoed."
     from caopd.data import fixtures_dir
     out = tmp_path/'eval'
-    cmd = [sys.executable, '-m', 'caopd.evaluate', '--model', 'openai:m', '--data_dir', str(fixtures_dir()), '--out', str(out)]
+    cmd = [sys.executable, '-m', 'caopd.evaluation', '--model', 'openai:m', '--data_dir', str(fixtures_dir()), '--out', str(out)]
     res = subprocess.run([*cmd, '--base_url', f'http://me:{S}@127.0.0.1:9/v1'], capture_output=True, text=True,
                          timeout=300, cwd=ROOT, env=dict(os.environ, OPENAI_API_KEY='k'))
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1  # a refusal: one line, no traceback
     assert 'base_url is a URL with user info' in res.stderr and 'OPENAI_API_KEY' in res.stderr, res.stderr[-2000:]
     assert res.stderr.startswith('caopd-evaluate: error: base_url is'), res.stderr  # the command's name once
     assert not _leaks(out, res.stdout, res.stderr) and not out.exists()
-    from caopd.evaluate import evaluate
+    from caopd.evaluation import evaluate
     monkeypatch.setenv('OPENAI_BASE_URL', f'http://me:{S}@127.0.0.1:9/v1')
     for kw in (dict(), dict(base_url=None, api_kwargs={'extra_headers': {'Authorization': f'Bearer {S}'}})):
         with pytest.raises(ValueError) as e: evaluate('openai:m', data_dir=fixtures_dir(), out=str(out), api_key='k', **kw)
@@ -82,7 +82,7 @@ def test_evaluate_refuses_credentials_in_the_endpoint(tmp_path, monkeypatch):
 def test_credentials_in_the_environment_reach_no_file(tmp_path, monkeypatch):
     "HF_TOKEN, OPENAI_API_KEY and WANDB_API_KEY set: a dry run, a one-step training run and an API evaluation write them nowhere."
     from caopd.data import fixtures_dir
-    from caopd.evaluate import evaluate, load_domain
+    from caopd.evaluation import evaluate, load_domain
     from caopd.testing import ScriptedAPI
     from caopd.launch import launch_command, run_logged
     from caopd.train import dry_run
@@ -127,7 +127,7 @@ def test_commands_refuse_a_credential_in_a_query_string(tmp_path, capsys):
     from caopd.data import fixtures_dir
     from caopd.train import main
     out = tmp_path/'eval'
-    res = subprocess.run([sys.executable, '-m', 'caopd.evaluate', '--model', 'openai:m', '--data_dir', str(fixtures_dir()),
+    res = subprocess.run([sys.executable, '-m', 'caopd.evaluation', '--model', 'openai:m', '--data_dir', str(fixtures_dir()),
                           '--out', str(out), '--base_url', f'http://127.0.0.1:9/v1?api_key={S}'], capture_output=True,
                          text=True, timeout=300, cwd=ROOT, env=dict(os.environ, OPENAI_API_KEY='k'))
     assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr[-2000:]

@@ -11,7 +11,7 @@ from trainer_helpers import tiny_model_dir
 def test_evaluate_notebook_parameters_are_the_evaluation_options():
     "nbs/evaluate.ipynb's parameters cell names every field of EvalArguments, the options caopd-evaluate and evaluate() take; its defaults are the library's but for a small CPU run's."
     import dataclasses, papermill as pm
-    from caopd.evaluate import EvalArguments
+    from caopd.evaluation import EvalArguments
     params = pm.inspect_notebook(str(ROOT/'nbs'/'evaluate.ipynb'))
     fields = {f.name: f.default for f in dataclasses.fields(EvalArguments)}
     assert set(params) == set(fields)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import caopd, caopd.readout
 from caopd.arguments import RunSettings
-from caopd.evaluate import evaluate
+from caopd.evaluation import evaluate
 from caopd.io import read_jsonl
 from caopd.models import chat_template_kwargs, load_model
 from caopd.pipeline import evaluation_args

@@ -15,7 +15,7 @@ the printed report and the README's table from the committed outcomes.
 
 It draws `--draws` rollouts of each of the first `--prompts` training prompts of the laptop domain (integer addition)
 from the warmed start, sampled as the cpu preset's rollouts are (`rollout_sampling='eval'`: temperature 0.6, top-p
-0.95, top-k 50, 64 tokens), with `caopd.evaluate.evaluate` into `--out` (a rerun resumes the draw). Then, over
+0.95, top-k 50, 64 tokens), with `caopd.evaluation.evaluate` into `--out` (a rerun resumes the draw). Then, over
 `--reps` random orders of each prompt's rollouts, every estimator reads rollouts from the front (at most 16) and is
 compared with a reference: the mean of the last `draws - 16` rollouts, disjoint from what the estimator saw.
 
@@ -55,7 +55,7 @@ def check_start(start:str):
 
 def draw(start:str, prompts:int, draws:int, out:Path, seed:int) -> tuple[dict, list[dict]]:
     "The start's rollouts' verifier outcomes (`outcomes_of`, with what drew them), and the rollouts' records."
-    from caopd.evaluate import evaluate
+    from caopd.evaluation import evaluate
     from caopd.arguments import PRESETS
     cpu = PRESETS['cpu']
     sampling = dict(temperature=cpu['eval_temperature'], top_p=cpu['eval_top_p'], max_new_tokens=cpu['max_completion_length'])

@@ -11,7 +11,7 @@ t sdpa_nan python3 tests/gpu/sdpa_nan.py
 # 2. the README main job's training with seed 3 (the run that saved NaN weights on 2026-11-26), as caopd.train runs it
 #    now (cuDNN SDPA off where affected, non-finite steps skipped), then its after-training evaluation
 t main_s3 python3 -m caopd.train --seed 3 --out "$OUT/main-s3"
-t main_s3_eval python3 -m caopd.evaluate --model "$OUT/main-s3/checkpoint" --domain arithmetic --out "$OUT/main-s3/eval-after" --max_new_tokens 64 --batch_size 64 --seed 3
+t main_s3_eval python3 -m caopd.evaluation --model "$OUT/main-s3/checkpoint" --domain arithmetic --out "$OUT/main-s3/eval-after" --max_new_tokens 64 --batch_size 64 --seed 3
 # 3. the same with the backend fix forced off: only the skip guard stands between a NaN step and the weights
 t main_s3_fix_off python3 -c "import sys, caopd.guards as g; g.cudnn_sdpa_affected = lambda *a: False; from caopd.train import main; main(sys.argv[1:])" --seed 3 --out "$OUT/main-s3-fix-off"
 # 4. the smoke test with vLLM off, on a random Qwen3-shaped 176M model (no hub here), as on 2026-11-26
