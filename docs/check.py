@@ -1,11 +1,13 @@
 """Checks of a built site (docs/build.py), each run on every page:
 
 - from the HTML: every internal link and image exists; no Markdown table is shown as its raw `| a | b |` text; no link
-  leaves the site for the repository host (settings.ini's git_url) to show a file the site has a page for;
-- in one headless Chromium, 1280 px wide: every page loads without a JavaScript error or a request the site cannot
-  serve (a favicon included) or one outside it, its plotly figures drawn and formulas typeset, one search box, and
-  nothing cut off on the right: no element whose content is wider than it (code, an equation, a table, a figure) and no
-  page wider than the window. Home, the theory lesson and a results page are photographed (figures/site/ keeps them).
+  leaves the site for the repository host (settings.ini's git_url) to show a file the site has a page for; every page
+  names its icon (else the browser asks for /favicon.ico);
+- in one headless Chromium tab, 1280 px wide: every page loads without a JavaScript error, a request the site cannot
+  serve or one outside it, its plotly figures drawn and formulas typeset, one search box, and nothing cut off on the
+  right: no element whose content is scrolled, clipped or spilling past the column (code, an equation, a figure; a
+  table may scroll in its own box) and no page wider than the window. Home, the theory lesson and a results page are
+  photographed (figures/site/ keeps them).
 
     .ci/env python docs/check.py SITE SCREENSHOTS
 """
@@ -16,8 +18,6 @@ from urllib.parse import unquote, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = 'chromium'  # Debian's package (.ci/run installs it); Playwright drives it, no browser download
-
-
 WIDTH, HEIGHT = 1280, 900  # a laptop's window: the width the overflow check holds the pages to
 SLACK = 8  # px an element may overhang its box (a formula's italic correction) before it counts as cut off
 
