@@ -12,7 +12,7 @@ from .cli import (Refusal, boolean, check_fields, dataclass_parser, option, inte
                        real, unknown_refusal)
 from .data import check_domain
 from .generation import BACKENDS
-from .methods import SAMPLING_SCHEMES, check_method
+from .methods import SAMPLING_SCHEMES, check_method, sampling_fields
 from .paper import DEFAULT_LEARNING_RATE, TABLE6
 from .memory import GPUS
 from .runfolder import RunFolder, is_run
@@ -246,7 +246,7 @@ class RunSettings:
     sampling_scheme: str = option("how rollouts are distilled and scored for mu_hat: 'paper' or 'leave-one-out' (ours)")
     gradient_checkpointing: bool = option("recompute activations in the backward pass")
     # the batch arithmetic and the node
-    sampling: dict = option("the TRL config fields of the sampling scheme (caopd.baselines.sampling_fields)")
+    sampling: dict = option("the TRL config fields of the sampling scheme (caopd.methods.sampling_fields)")
     gradient_accumulation_steps: int = option("micro-batches per optimizer step on each process")
     world_size: int = option("training processes")
     vllm_mode: str = option("'colocate' or 'server'")
@@ -372,7 +372,6 @@ def resolve_settings(run:RunArguments) -> RunSettings:
     if server and world + s > node and not run.dry_run:
         raise Refusal(f"num_processes={world} training processes and vllm_server_gpus={s} need {world + s} GPUs; this "
                       f"node has {node}: pass num_processes={node - s} or fewer")
-    from caopd.baselines import sampling_fields  # loads TRL: only for a run that got this far
     sampling = sampling_fields(run.method, cfg['sampling_scheme'], cfg['K'])  # the TRL config fields of the scheme
     G = sampling['num_generations']  # trajectories distilled per prompt: TRL's group
     completions = cfg['prompts_per_step'] * G

@@ -15,16 +15,16 @@ from trl import GRPOConfig, GRPOTrainer
 from .confidence import parse_confidence
 from .config import CaOPDConfig, CaOPDSDFTConfig, CaOPDSDPOConfig, document_fields
 from .data import check_domain, load_domain
-from .methods import SAMPLING_SCHEMES, TRAINABLE, check_method
+from .methods import METHODS, TRAINABLE, check_method
 from .paper import DEFAULT_LEARNING_RATE, TABLE6
 from .models import chat_template_kwargs, load_tokenizer, model_path
 from .trainer import CaOPDSDFTTrainer, CaOPDSDPOTrainer
 from .verifiers import completion_text, domain_reward, verify
 
 # %% auto #0
-__all__ = ['RLCR_FORMATS', 'RLCR_REWARD_WEIGHTS', 'TRAINERS', 'grpo_reward_funcs', 'rlcr_confidence', 'brier_reward',
-           'rlcr_format_reward', 'rlcr_accuracy_reward', 'rlcr_brier_reward', 'rlcr_reward_funcs', 'BaselineGRPOConfig',
-           'RLCRConfig', 'MethodSpec', 'method_spec', 'sampling_fields', 'device_defaults', 'method_config',
+__all__ = ['RLCR_FORMATS', 'RLCR_REWARD_WEIGHTS', 'BACKBONE_CLASSES', 'TRAINERS', 'grpo_reward_funcs', 'rlcr_confidence',
+           'brier_reward', 'rlcr_format_reward', 'rlcr_accuracy_reward', 'rlcr_brier_reward', 'rlcr_reward_funcs',
+           'BaselineGRPOConfig', 'RLCRConfig', 'MethodSpec', 'method_spec', 'device_defaults', 'method_config',
            'build_trainer']
 
 # %% ../nbs/08_baselines.ipynb #c006
@@ -144,41 +144,19 @@ class MethodSpec:
         "The (trainer, config) classes."
         return self.trainer, self.config
 
-_SPECS = {
-    'sdft': MethodSpec(CaOPDSDFTTrainer, CaOPDSDFTConfig, grpo_reward_funcs, dict(calibrate=False)),
-    'sdpo': MethodSpec(CaOPDSDPOTrainer, CaOPDSDPOConfig, grpo_reward_funcs, dict(calibrate=False)),
-    'caopd-sdft': MethodSpec(CaOPDSDFTTrainer, CaOPDSDFTConfig, grpo_reward_funcs, dict(calibrate=True)),
-    'caopd-sdpo': MethodSpec(CaOPDSDPOTrainer, CaOPDSDPOConfig, grpo_reward_funcs, dict(calibrate=True)),
-    'grpo': MethodSpec(GRPOTrainer, BaselineGRPOConfig, grpo_reward_funcs),
-    'rlcr': MethodSpec(GRPOTrainer, RLCRConfig, rlcr_reward_funcs),
-    'caopd-sdft-tasc': MethodSpec(CaOPDSDFTTrainer, CaOPDSDFTConfig, grpo_reward_funcs,
-                                  dict(calibrate=True, confidence_target='ta-sc')),
+BACKBONE_CLASSES = {  # `caopd.methods.BACKBONES` bound to TRL: each backbone's trainer, config and rewards of a domain
+    'sdft': (CaOPDSDFTTrainer, CaOPDSDFTConfig, grpo_reward_funcs),
+    'sdpo': (CaOPDSDPOTrainer, CaOPDSDPOConfig, grpo_reward_funcs),
+    'grpo': (GRPOTrainer, BaselineGRPOConfig, grpo_reward_funcs),
+    'rlcr': (GRPOTrainer, RLCRConfig, rlcr_reward_funcs),
 }
-TRAINERS = {m: _SPECS[m] for m in TRAINABLE}  # in caopd.methods.METHODS' order; a trainable method without a spec fails here
+TRAINERS = {m: MethodSpec(*BACKBONE_CLASSES[METHODS[m].backbone], dict(METHODS[m].defaults))
+            for m in TRAINABLE}  # in caopd.methods.METHODS' order: the method's backbone and its own config values
 
 def method_spec(method:str, # a name in `caopd.methods.TRAINABLE`
                ) -> MethodSpec:
     "The spec of `method`; a clear error listing the methods otherwise (`caopd.methods.check_method`)."
     return TRAINERS[check_method(method)]
-
-# %% ../nbs/08_baselines.ipynb #smp2
-def sampling_fields(method:str, # a name in `caopd.methods.TRAINABLE`
-                    scheme:str, # a name in `caopd.methods.SAMPLING_SCHEMES`: 'paper', 'leave-one-out' or 'released'
-                    K:int, # rollouts per prompt behind mu_hat (`caopd.paper.TABLE6.K` in the paper)
-                   ) -> dict:
-    "The config fields that make `method` sample as `scheme` says: the trajectories it distils per prompt, the rollouts behind mu_hat."
-    spec = method_spec(method)
-    if scheme not in SAMPLING_SCHEMES:
-        raise ValueError(f"sampling_scheme={scheme!r}: use one of {', '.join(map(repr, SAMPLING_SCHEMES))}")
-    if not issubclass(spec.config, CaOPDConfig): return dict(num_generations=K)  # GRPO, RLCR: a group of K in every scheme
-    calibrate = spec.defaults.get('calibrate', True)
-    if scheme == 'paper' and issubclass(spec.config, CaOPDSDFTConfig):
-        if not calibrate: return dict(num_generations=1)  # SDFT itself: one trajectory, no rollout for mu_hat
-        return dict(num_generations=1, confidence_sampling='separate', num_confidence_rollouts=K, confidence_leave_one_out=False)
-    reused = dict(num_generations=K, confidence_sampling='reuse')
-    if scheme == 'paper': return dict(reused, confidence_leave_one_out=False)  # SDPO: the group's plain mean
-    if scheme == 'leave-one-out': return dict(reused, confidence_leave_one_out=True)
-    return dict(reused, confidence_leave_one_out=False, confidence_decimals=2)  # 'released'
 
 # %% ../nbs/08_baselines.ipynb #c031
 def device_defaults() -> dict:

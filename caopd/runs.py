@@ -157,7 +157,7 @@ def nodes_markdown(runs:list[tuple[str, dict]], # (name, parameters), e.g. `read
                    collapse:bool=True, # one row per (model, method family, K, LoRA): such runs plan alike
                   ) -> str:
     "Which node each run fits (`plan_row` on each): a markdown table, 'yes', 'no', or 'k of n' runs of a group."
-    from caopd.memory import SELF_DISTILLATION
+    from caopd.methods import SELF_DISTILLATION
     groups = {}
     for name, params in runs:
         cells = []
@@ -179,7 +179,7 @@ def plans_markdown(rows:list[dict], # `grid_plans(...)`
                    collapse:bool=True, # one row per (model, method family, K): the runs of a group plan alike
                   ) -> str:
     "The rows as a markdown table."
-    from caopd.memory import SELF_DISTILLATION
+    from caopd.methods import SELF_DISTILLATION
     if collapse:
         groups = {}
         for r in rows:
