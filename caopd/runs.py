@@ -398,7 +398,7 @@ def job_state(job:dict, # a record of `read_jobs`
     folder = Path(job['logs'])
     if job['executor'] == 'slurm':
         from submitit.slurm.slurm import SlurmJob
-        try: return SlurmJob(folder, job['job_id']).state
+        try: return SlurmJob(folder, job['job_id']).watcher.get_state(job['job_id'], mode='force')  # sacct now, not a cache
         except Exception as e: return f"UNKNOWN ({type(e).__name__})"
     try:
         if psutil.Process(int(job['job_id'])).status() != psutil.STATUS_ZOMBIE: return 'RUNNING'
@@ -471,6 +471,9 @@ def submit_grid(grid, # the grid file, for messages
         prev = jobs.get(name)
         if prev and not dry_run and (state := job_state(prev)) in ACTIVE:
             print(f"[queued] {name}: job {prev['job_id']} is {state}", flush=True); continue
+        if prev and not dry_run and state.startswith('UNKNOWN'):  # it may still be queued: never submitted twice
+            print(f"[unknown] {name}: job {prev['job_id']}'s state is unknown ({state}); not submitted again: cancel it "
+                  f"(scancel {prev['job_id']}) or wait until sacct answers", flush=True); failed.append(name); continue
         dep = of_folder.get(str(params.get('init_from') or ''))  # a run of this grid that this one starts from
         dep = dep if dep and not is_run(folders[dep]) else None
         print(f"[{executor}] {cmd}", flush=True)
