@@ -444,7 +444,7 @@ def submit_grid(grid, # the grid file, for messages
     cluster = dict(cluster or {})
     root = Path(g['root'])
     folders = {name: root/name for name, _ in g['runs']}
-    of_folder = {str(f): n for n, f in folders.items()}
+    of_folder = {str(root/n): n for n, _ in read_grid(grid)['runs']}  # every run of the grid, `only` or not
     if executor == 'slurm' and not cluster.get('time'):
         raise Refusal(f"{grid}: SLURM jobs need a time limit: pass --time (e.g. --time 24:00:00) or set slurm: {{time: ...}} "
                       f"in the grid file; a run longer than that is requeued and resumes from its last checkpoint")
@@ -475,7 +475,7 @@ def submit_grid(grid, # the grid file, for messages
             print(f"[unknown] {name}: job {prev['job_id']}'s state is unknown ({state}); not submitted again: cancel it "
                   f"(scancel {prev['job_id']}) or wait until sacct answers", flush=True); failed.append(name); continue
         dep = of_folder.get(str(params.get('init_from') or ''))  # a run of this grid that this one starts from
-        dep = dep if dep and not is_run(folders[dep]) else None
+        dep = dep if dep and not is_run(root/dep) else None
         print(f"[{executor}] {cmd}", flush=True)
         print(f"      job: {resources_text(res)}" + (f", after run {dep}" if dep else ''), flush=True)
         if res['plan']: print(f"      {res['plan']}", flush=True)
@@ -512,8 +512,9 @@ def submit_grid(grid, # the grid file, for messages
                 print(f"[failed] {name}: job {job.job_id}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}",
                       flush=True)
     if failed:
-        raise Refusal(f"{grid}: {len(failed)} run(s) did not finish: {', '.join(failed)}; `caopd-runs {grid} --status` shows "
-                      f"their jobs and logs, and submitting the grid again resumes them from their last checkpoints")
+        raise Refusal(f"{grid}: {len(failed)} run(s) {'did not finish' if executor == 'local' else 'were not submitted'}: "
+                      f"{', '.join(failed)}; `caopd-runs {grid} --status` shows their jobs and logs, and submitting the grid "
+                      f"again resumes them from their last checkpoints")
     return list(folders.values())
 
 # %% ../nbs/12_runs.ipynb #1cdc9994
