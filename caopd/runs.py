@@ -17,12 +17,12 @@ from .provenance import check_no_credentials
 from .runfolder import RunFolder, find_runs, is_run, load_run
 
 # %% auto #0
-__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'NODES', 'EXECUTORS', 'CLUSTER_KEYS', 'CPUS_PER_GPU', 'HOST_MARGIN', 'PROCESS_HOST_GIB',
-           'NO_LIMIT_MIN', 'JOBS_FILE', 'ACTIVE', 'runs_table', 'papermill_command', 'read_grid', 'plan_row',
-           'plan_text', 'recipe_runs', 'nodes_markdown', 'plans_markdown', 'check_grid', 'run_params', 'run_grid',
-           'time_minutes', 'cluster_options', 'job_resources', 'resources_text', 'jobs_markdown', 'stop_process_tree',
-           'GridJob', 'read_jobs', 'job_state', 'grid_status', 'status_markdown', 'submit_grid', 'grid_plans',
-           'nodes_report', 'main']
+__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'NODES', 'EXECUTORS', 'RUN_FIELDS', 'CLUSTER_KEYS', 'CPUS_PER_GPU', 'HOST_MARGIN',
+           'PROCESS_HOST_GIB', 'NO_LIMIT_MIN', 'JOBS_FILE', 'ACTIVE', 'runs_table', 'papermill_command', 'read_grid',
+           'plan_row', 'plan_text', 'recipe_runs', 'nodes_markdown', 'plans_markdown', 'check_grid', 'run_params',
+           'run_grid', 'time_minutes', 'cluster_options', 'job_resources', 'resources_text', 'jobs_markdown',
+           'stop_process_tree', 'GridJob', 'read_jobs', 'job_state', 'grid_status', 'status_markdown', 'submit_grid',
+           'grid_plans', 'nodes_report', 'main']
 
 # %% ../nbs/12_runs.ipynb #c005
 RUN_METRICS = REPORT_KEYS  # every key of a calibration report (caopd.metrics): metrics, stated subset, intervals
@@ -203,30 +203,31 @@ def check_grid(grid, # a grid YAML file (see `read_grid`)
               ) -> tuple[dict, Path, bool]:
     """`read_grid(grid)` with `only` applied, its notebook, and whether that is the train notebook; every run's
     parameters checked against the notebook's `parameters` cell, and the train notebook's by `RunArguments`' rules."""
-    import dataclasses, difflib, fnmatch, papermill as pm
+    import difflib, fnmatch, papermill as pm
     g = read_grid(grid)
+    g['names'] = [n for n, _ in g['runs']]  # every run of the grid, before `only` picks some
     if only:
         pats = [p.strip() for p in only.split(',') if p.strip()]
         g['runs'] = [(n, p) for n, p in g['runs'] if any(fnmatch.fnmatch(n, pat) for pat in pats)]
         if not g['runs']: raise Refusal(f"{grid}: no run name matches only={only!r}")
     nb = shipped_file(g['notebook'], 'nbs', 'notebook')  # nbs/train.ipynb: the checkout's, or an installed wheel's copy
     known = set(pm.inspect_notebook(str(nb)))
-    fields = {f.name for f in dataclasses.fields(RunArguments)}
     for name, params in g['runs']:  # every run is checked before the first starts: a refusal, not a failed notebook
         bad = sorted(set(params) - known)
         if bad:
             near = [m for b in bad for m in difflib.get_close_matches(b, sorted(known), n=1)]
             raise Refusal(f"{grid}: run {name!r} sets {bad}, which {nb.name} has no parameter for"
                           f"{'; did you mean ' + ', '.join(near) + '?' if near else ''} (its parameters: {sorted(known)})")
-        if known >= fields:  # the train notebook: its parameters are RunArguments, checked by their rules
-            try: RunArguments(**{k: v for k, v in params.items() if k in fields})
+        if known >= RUN_FIELDS:  # the train notebook: its parameters are RunArguments, checked by their rules
+            try: RunArguments(**run_params(params))
             except Refusal as e: raise Refusal(f"{grid}: run {name!r}: {e}") from None
-    return g, nb, known >= fields
+    return g, nb, known >= RUN_FIELDS
+
+RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunArguments))  # the train notebook's run parameters
 
 def run_params(params:dict) -> dict:
     "A train notebook run's `RunArguments` fields (not the notebook's own parameters, e.g. png)."
-    fields = {f.name for f in dataclasses.fields(RunArguments)}
-    return {k: v for k, v in params.items() if k in fields}
+    return {k: v for k, v in params.items() if k in RUN_FIELDS}
 
 def run_grid(grid, # a grid YAML file (see `read_grid`)
              force:bool=False, # re-run runs whose folder already holds a finished run (the old run is set aside, kept)
@@ -235,14 +236,14 @@ def run_grid(grid, # a grid YAML file (see `read_grid`)
              log_output:bool=False, # stream the notebook's output while it runs
              only:str|None=None, # run only the runs whose name matches one of these comma-separated glob patterns
              executor:str='here', # where the runs run: a key of `EXECUTORS`
-             cluster:dict|None=None, # the jobs' options (`cluster_options`); default: the grid file's `slurm:` mapping
+             cluster:dict|None=None, # the jobs' options given (`CLUSTER_KEYS`), which win over the grid file's `slurm:`
             ) -> list[Path]:
     "Execute every run of `grid` through papermill into <root>/<name>/ (or submit one job each); return the run folders."
     import papermill as pm
     if executor not in EXECUTORS: raise Refusal(f"executor={executor!r}: use one of {', '.join(EXECUTORS)}")
     g, nb, train = check_grid(grid, only)
     if executor != 'here':
-        return submit_grid(grid, g, nb, train, executor, cluster_options(g) if cluster is None else cluster, force, dry_run)
+        return submit_grid(grid, g, nb, train, executor, cluster_options(g, **(cluster or {})), force, dry_run)
     folders = []
     for name, params in g['runs']:
         out = Path(g['root'])/name
@@ -444,7 +445,7 @@ def submit_grid(grid, # the grid file, for messages
     cluster = dict(cluster or {})
     root = Path(g['root'])
     folders = {name: root/name for name, _ in g['runs']}
-    of_folder = {str(root/n): n for n, _ in read_grid(grid)['runs']}  # every run of the grid, `only` or not
+    of_folder = {str(root/n): n for n in g.get('names', folders)}  # every run of the grid, `only` or not
     if executor == 'slurm' and not cluster.get('time'):
         raise Refusal(f"{grid}: SLURM jobs need a time limit: pass --time (e.g. --time 24:00:00) or set slurm: {{time: ...}} "
                       f"in the grid file; a run longer than that is requeued and resumes from its last checkpoint")
@@ -549,5 +550,5 @@ def main(grid:str, # a grid YAML file, e.g. nbs/grids/cpu.yaml
         ):
     "Run a grid of parameterized notebooks through papermill, one run folder each, here or as one cluster job per run."
     if status: return print(status_markdown(grid_status(grid)))
-    cluster = cluster_options(read_grid(grid), partition=partition, account=account, time=time)
-    run_grid(grid, force=force, dry_run=dry_run, log_output=log_output, only=only, executor=executor, cluster=cluster)
+    run_grid(grid, force=force, dry_run=dry_run, log_output=log_output, only=only, executor=executor,
+             cluster=dict(partition=partition, account=account, time=time))
