@@ -14,7 +14,8 @@ another file first: the shell empties the one it redirects to before the script 
     .ci/env python tests/benchmarks/timings.py --only suite --keep tests/benchmarks/timings.txt > /tmp/timings.txt
     mv /tmp/timings.txt tests/benchmarks/timings.txt
 
-Its last line is the seconds as JSON, with the commit of each command (`commits`).
+Its last line is the seconds as JSON, with the commit of each command (`commits`). With `--runs DIR` the main job's
+run folder is kept in DIR (its `runs/`), for `main_job_stages.py` and `profile_main_job.py`.
 """
 import argparse, json, os, platform, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
@@ -32,6 +33,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--only', nargs='+', choices=list(COMMANDS), default=list(COMMANDS), help='the commands to time')
     p.add_argument('--keep', type=Path, help="an earlier output: the commands not timed now keep its seconds and commits")
+    p.add_argument('--runs', type=Path, help="copy the main job's run folders (its runs/) here before the clone is removed, "
+                   "for tests/benchmarks/main_job_stages.py and profile_main_job.py")
     a = p.parse_args()
     earlier = json.loads(a.keep.read_text().splitlines()[-1]) if a.keep else {}  # read before the output replaces it
     head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
@@ -48,7 +51,9 @@ def main():
                 sys.exit(f'{cmd}: exit {res.returncode}\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}')
             return time.perf_counter() - t0
         got = dict(commit=head, machine=platform.machine(), cores=os.cpu_count(), environment=timed('.ci/env true'))
-        for name in a.only: got[name] = timed(COMMANDS[name])
+        for name in a.only:
+            got[name] = timed(COMMANDS[name])
+            if name == 'main' and a.runs: shutil.copytree(work/'main'/'runs', a.runs, dirs_exist_ok=True)
     finally: shutil.rmtree(work, ignore_errors=True)
     got['commits'] = {name: head for name in a.only}
     for name in COMMANDS:  # kept from the earlier output, with the commit each was timed at
