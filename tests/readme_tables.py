@@ -294,6 +294,11 @@ def main_job_stages() -> str:
     return '```\n' + '\n'.join(lines) + '\n```\n'
 
 
+def main_job_profile() -> str:
+    "Where the README main job's compute went, by profile (`tests/benchmarks/profile_main_job.py`'s committed output, whole)."
+    return '```\n' + (BENCHMARKS/'profile_main_job.txt').read_text().rstrip('\n') + '\n```\n'
+
+
 def readout_benchmark() -> str:
     "The readout benchmark's committed output, whole."
     return '```\n' + (BENCHMARKS/'bench_readout.txt').read_text().rstrip('\n') + '\n```\n'
