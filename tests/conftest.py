@@ -59,7 +59,7 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(session, config, items):
     "The long files first (`LONG_FIRST`, in its order), then the others as collected; within a file, its own order."
     rank = {f: i for i, f in enumerate(LONG_FIRST)}
-    items.sort(key=lambda item: rank.get(_file(item.nodeid), len(rank)))  # sorted() is stable: files keep their order
+    items.sort(key=lambda item: rank.get(_file(item.nodeid), len(rank)))  # list.sort is stable: a file keeps its order
 
 
 def pytest_xdist_make_scheduler(config, log):
