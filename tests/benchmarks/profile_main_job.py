@@ -14,8 +14,8 @@ not a test: it reads seconds.
 import argparse, cProfile, dataclasses, os, pstats, shutil, subprocess, sys, tempfile, time
 from pathlib import Path
 
-# what is named in the output: (label, file the function is in, function), cumulative seconds; `None` as the file: a
-# builtin (its own seconds, every call)
+# what is named in the output: (label, file the function is in, function), by cumulative seconds; the linear layers
+# (`LINEAR`, a builtin) by their own seconds over every call
 PARTS = {
     'evaluation': [('generation (transformers generate)', 'transformers/generation/utils.py', 'generate'),
                    ("  of which the prompts' prefill", 'transformers/generation/utils.py', '_prefill'),
@@ -29,7 +29,6 @@ PARTS = {
                  ('imports', '<frozen importlib._bootstrap>', '_find_and_load')],
 }
 LINEAR = ('~', 0, '<built-in method torch._C._nn.linear>')  # every linear layer's matrix product
-TRAINED = ('trainer', 'checkpoint', 'train.json', 'train_log.jsonl', 'train_output.log', 'rollouts.jsonl')  # what training writes
 
 def shares(stats:pstats.Stats, parts:list) -> tuple[float, list]:
     "(total seconds, [(label, seconds)]) of a profile: each part's cumulative seconds (the outermost call's, summed)."
@@ -58,10 +57,13 @@ def main():
     from caopd.evaluation import evaluate
     from caopd.pipeline import evaluation_args
     from caopd.train import accept_record
+    from caopd.runfolder import RunFolder
+    run = RunFolder(folder)  # what the training stage writes, left out of the copy: the run is trained there afresh
+    trained = {p.name for p in (run.trainer, run.checkpoint, run.training, run.log, run.rollouts)} | {'train_output.log'}
     work = Path(tempfile.mkdtemp(prefix='caopd-profile-'))
     try:
         copy = work/folder  # the same path from another root: the record's paths hold there
-        shutil.copytree(folder, copy, ignore=lambda d, names: [n for n in names if Path(d) == folder and n in TRAINED])
+        shutil.copytree(folder, copy, ignore=lambda d, names: [n for n in names if Path(d) == folder and n in trained])
         env = dict(os.environ, CAOPD_DATA_DIR=str(data_dir() or ''), PYTHONPATH=str(Path.cwd()))
         os.chdir(work)
         settings = accept_record(copy/'settings.json')
