@@ -288,20 +288,25 @@ def timings() -> str:
             + "\nMeasured by `tests/benchmarks/timings.py` (`tests/benchmarks/timings.txt`).\n")
 
 
+def _output(name:str, json_last:bool=False) -> str:
+    "A benchmark's committed output `tests/benchmarks/<name>.txt` as a code block (less its JSON last line, if it has one)."
+    lines = (BENCHMARKS/f'{name}.txt').read_text().rstrip('\n').splitlines()
+    return '```\n' + '\n'.join(lines[:-1] if json_last else lines) + '\n```\n'
+
+
 def main_job_stages() -> str:
     "Where the README main job's time went, stage by stage (`tests/benchmarks/main_job_stages.py`'s committed output)."
-    lines = (BENCHMARKS/'main_job_stages.txt').read_text().splitlines()[:-1]  # the last line is its JSON
-    return '```\n' + '\n'.join(lines) + '\n```\n'
+    return _output('main_job_stages', json_last=True)
 
 
 def main_job_profile() -> str:
     "Where the README main job's compute went, by profile (`tests/benchmarks/profile_main_job.py`'s committed output, whole)."
-    return '```\n' + (BENCHMARKS/'profile_main_job.txt').read_text().rstrip('\n') + '\n```\n'
+    return _output('profile_main_job')
 
 
 def readout_benchmark() -> str:
     "The readout benchmark's committed output, whole."
-    return '```\n' + (BENCHMARKS/'bench_readout.txt').read_text().rstrip('\n') + '\n```\n'
+    return _output('bench_readout')
 
 
 # --- tables quoted from committed files whole or by rows ---
