@@ -9,10 +9,26 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 # %% auto #0
-__all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'Continued', 'generate',
-           'vllm_engine', 'generate_vllm', 'api_base_url', 'openai_client', 'generate_openai', 'resolve_backend']
+__all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'ChosenLogprobs', 'Continued',
+           'generate', 'vllm_engine', 'generate_vllm', 'api_base_url', 'openai_client', 'generate_openai',
+           'resolve_backend']
 
 # %% ../nbs/09_generation.ipynb #c006
+class ChosenLogprobs:
+    "A `generate` logits processor that records the log-probability the model gave each token it chose; it changes no score."
+    # transformers runs a caller's processors before sampling's temperature, top-k and top-p, so this reads the model's
+    # own distribution, as vLLM's `logprobs` and an API's listing do; it draws no random number
+    def __init__(self): self.steps, self.last = [], None
+    def __call__(self, input_ids, scores):
+        if self.last is not None: self.steps.append(self.last.gather(1, input_ids[:, -1:])[:, 0])  # the token just chosen
+        self.last = scores.float().log_softmax(-1)
+        return scores
+    def finish(self, sequences): # the generated ids: their last token was chosen after the last call
+        "(B, generated tokens) log-probabilities, one per generated token."
+        import torch
+        if self.last is not None: self.steps.append(self.last.gather(1, sequences[:, -1:])[:, 0]); self.last = None
+        return torch.stack(self.steps, 1) if self.steps else torch.zeros(len(sequences), 0)
+
 @dataclass
 class Continued:
     "One batch as transformers generated it: each row's token ids and the key-value cache of the same pass."
@@ -20,6 +36,8 @@ class Continued:
     starts: list  # each row's first column that is not padding
     cache: object  # the generation's key-value cache: a column per column of `sequences`, but the last
     texts: list  # the input text of each row (chat template applied)
+    logprobs: object = None  # (B, generated tokens): the log-probability the model gave each generated token (`ChosenLogprobs`)
+    stops: tuple = ()  # the token ids that end a continuation (end of sequence, padding)
 
     def holds(self, row:int, # a row of the batch
               ids:list[int], # token ids read from its start (a prompt and the completion up to a point)
@@ -28,30 +46,44 @@ class Continued:
         s = self.starts[row]
         return s + len(ids) <= self.sequences.shape[1] and self.sequences[row, s:s + len(ids)].tolist() == list(ids)
 
+    def generated(self, row:int, # a row of the batch
+                 ) -> tuple[list[int], list[float]]:
+        "Row `row`'s generated token ids up to its end (the stop token included) and the log-probability of each."
+        new = self.logprobs.shape[1]
+        ids = self.sequences[row, self.sequences.shape[1] - new:].tolist()
+        n = next((k + 1 for k, t in enumerate(ids) if t in self.stops), len(ids))
+        return ids[:n], self.logprobs[row, :n].tolist()
+
 def _generate_batches(model, tokenizer, # a transformers causal LM and its tokenizer
                       keys:list, # one key per input, handed back with its completion
                       inputs:list[str], # full texts to continue (chat template applied), longest first for tight batches
                       batch_size:int, # sequences per `generate` call
                       done, # called as done(keys of a batch, their decoded continuations) after each batch
-                      with_cache:bool=False, # also hand `done` the batch as `Continued` (ids and cache), as a third argument
+                      with_cache:bool=False, # also hand `done` the batch as `Continued` (ids, cache, log-probabilities), as a third argument
                       **generate_kwargs, # `model.generate` arguments (max_new_tokens, sampling)
                      ):
     "Continue `inputs` in left-padded batches; the tokenizer's padding side is restored afterwards."
     import torch
+    from transformers import LogitsProcessorList
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    eos = getattr(getattr(model, 'generation_config', None), 'eos_token_id', None)
+    if eos is None: eos = tokenizer.eos_token_id
+    stops = tuple({pad_id, *(eos if isinstance(eos, (list, tuple)) else [eos])} - {None})
     side, tokenizer.padding_side = tokenizer.padding_side, 'left'
     try:
         for b in range(0, len(inputs), batch_size):
             enc = tokenizer(inputs[b:b + batch_size], return_tensors='pt', padding=True, add_special_tokens=False)
             enc = enc.to(model.device)
+            chosen = ChosenLogprobs() if with_cache else None
             with torch.inference_mode():
-                out = model.generate(**enc, pad_token_id=pad_id, return_dict_in_generate=with_cache, **generate_kwargs)
+                out = model.generate(**enc, pad_token_id=pad_id, return_dict_in_generate=with_cache, **generate_kwargs,
+                                     **(dict(logits_processor=LogitsProcessorList([chosen])) if with_cache else {}))
             ids, width = out.sequences if with_cache else out, enc['input_ids'].shape[1]
             texts = tokenizer.batch_decode(ids[:, width:], skip_special_tokens=True)
             if not with_cache: done(keys[b:b + batch_size], texts); continue
             starts = (width - enc['attention_mask'].sum(1)).tolist()
             cache = out['cache'] if 'cache' in out else out.past_key_values  # transformers 5.24 names it `cache`, 5.17 not
-            done(keys[b:b + batch_size], texts, Continued(ids, starts, cache, inputs[b:b + batch_size]))
+            done(keys[b:b + batch_size], texts, Continued(ids, starts, cache, inputs[b:b + batch_size], chosen.finish(ids), stops))
     finally: tokenizer.padding_side = side
 
 GENERATE_TOP_K = 50  # transformers' default top_k, stated: the embedded model's generation config sets none
@@ -69,7 +101,7 @@ def generate(model,  # a transformers causal LM
              progress:bool=True,  # show a progress bar
              samples:list|None=None,  # the (prompt index, sample index) pairs to generate (None: all `n` of every prompt)
              on_batch=None,  # called after each batch with its [(prompt index, sample index, completion)]
-             with_cache:bool=False,  # call on_batch with the batch as `Continued` too (ids, key-value cache), to read more from it
+             with_cache:bool=False,  # call on_batch with the batch as `Continued` too (ids, key-value cache, log-probabilities), to read more from it
             ) -> list[list[str|None]]:
     "Sample `n` completions for each chat prompt; returns `n` strings per prompt, in prompt order (None where not asked)."
     import torch
@@ -123,9 +155,10 @@ def generate_vllm(model,  # model name, alias, HF id or local folder, or an alre
                   max_model_len:int|None=None,  # the engine's context length, prompt + completion (None: the model's)
                   chat_template_kwargs:dict|None=None,  # chat-template arguments (None: `caopd.models.chat_template_kwargs` of the model)
                   progress:bool=True,  # show vLLM's progress bar
+                  token_logprobs:bool=False,  # also return each sample's token ids and their log-probabilities (`logprobs=0`)
                   **llm_kwargs,  # more arguments of `vllm.LLM` (e.g. gpu_memory_utilization)
-                 ) -> list[list[str]]:
-    "Sample `n` completions for each chat prompt with vLLM's `LLM.chat`; returns `n` strings per prompt, in prompt order."
+                 ) -> list[list[str|dict]]:
+    "Sample `n` completions for each chat prompt with vLLM's `LLM.chat`; `n` strings per prompt in prompt order (dicts with `token_logprobs`)."
     try: from vllm import LLM, SamplingParams
     except ImportError as e:
         raise ImportError("backend='vllm' needs the vllm package (GPU nodes): rebuild the environment with "
@@ -135,9 +168,16 @@ def generate_vllm(model,  # model name, alias, HF id or local folder, or an alre
     if isinstance(model, LLM): llm, name = model, None
     else: llm, name = vllm_engine(model, seed, tensor_parallel_size, max_model_len, **llm_kwargs), model
     kw = template_kwargs(name, llm.get_tokenizer()) if chat_template_kwargs is None else chat_template_kwargs
-    params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed)
+    params = SamplingParams(n=n, temperature=temperature, top_p=top_p, max_tokens=max_new_tokens, seed=seed,
+                            **(dict(logprobs=0) if token_logprobs else {}))  # 0: the sampled token's own, as the model gave it
     outs = llm.chat(list(prompts), params, use_tqdm=progress, chat_template_kwargs=kw)
-    return [[o.text for o in sorted(r.outputs, key=lambda o: o.index)] for r in outs]
+    def sample(o):
+        if not token_logprobs: return o.text
+        ids, listed = list(getattr(o, 'token_ids', None) or []), getattr(o, 'logprobs', None) or []
+        ok = bool(ids) and len(listed) == len(ids)  # an engine that lists none gives the text alone
+        return dict(completion=o.text, token_ids=ids if ok else None,
+                    token_logprobs=[float(d[t].logprob) for t, d in zip(ids, listed)] if ok else None)
+    return [[sample(o) for o in sorted(r.outputs, key=lambda o: o.index)] for r in outs]
 
 # %% ../nbs/09_generation.ipynb #c014
 OPENAI_PREFIX = 'openai:'  # a model string with this prefix is served by an OpenAI-compatible API

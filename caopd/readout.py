@@ -79,7 +79,8 @@ class Readout:
 
     def record(self) -> dict:
         "The fields a per-sample evaluation record keeps."
-        return dict(expected_confidence=self.expected, expected_mass=round(self.mass, 6), expected_pruned=round(self.pruned, 6))
+        return dict(expected_confidence=self.expected, expected_mass=round(self.mass, 6), expected_pruned=round(self.pruned, 6),
+                    expected_nodes=self.nodes)  # its cost: the token positions it ran through the model
 
 def _split(dist, table:TokenTable, root:bool) -> tuple:
     "(listed mass, end mass, [(id, p) of tokens that may spell a value]) of one next-token distribution."

@@ -9,21 +9,32 @@ import json, re
 from .data import check_domain
 
 # %% auto #0
-__all__ = ['ANY', 'UNKNOWN', 'MALFORMED', 'VERIFIERS', 'extract_answer', 'answer_letter', 'verify_mcq', 'parse_tool_call',
-           'read_action_input', 'same_input', 'compact_json_text', 'same_text', 'golden_steps', 'verify_tool_call',
-           'answer_integer', 'verify_integer', 'verify', 'completion_text', 'mcq_reward', 'tool_call_reward',
-           'integer_reward', 'verifier_reward', 'domain_reward', 'mcq_reference', 'tool_call_reference',
-           'integer_reference']
+__all__ = ['ANY', 'UNKNOWN', 'MALFORMED', 'VERIFIERS', 'answer_tag_span', 'extract_answer', 'answer_letter', 'verify_mcq',
+           'parse_tool_call', 'tool_call_span', 'read_action_input', 'same_input', 'compact_json_text', 'same_text',
+           'golden_steps', 'verify_tool_call', 'answer_integer', 'verify_integer', 'verify', 'answer_span',
+           'completion_text', 'mcq_reward', 'tool_call_reward', 'integer_reward', 'verifier_reward', 'domain_reward',
+           'mcq_reference', 'tool_call_reference', 'integer_reference']
 
 # %% ../nbs/02_verifiers.ipynb #c006
 _ANSWER_RE = re.compile(r'<answer>(.*?)</answer>', re.S | re.I)
 
+def answer_tag_span(completion:str, # the model's completion
+                   ) -> tuple[int, int]|None:
+    "Where the stripped content of the last complete `<answer>...</answer>` in `completion` stands (characters), or None."
+    if not isinstance(completion, str): return None
+    m = None
+    for m in _ANSWER_RE.finditer(completion): pass
+    if m is None: return None
+    s, e = m.span(1)
+    content = completion[s:e]
+    s += len(content) - len(content.lstrip())
+    return s, max(s, e - (len(content) - len(content.rstrip())))
+
 def extract_answer(completion:str, # the model's completion
                   ) -> str|None:
     "The stripped content of the last complete `<answer>...</answer>` in `completion`, or None."
-    if not isinstance(completion, str): return None
-    found = _ANSWER_RE.findall(completion)
-    return found[-1].strip() if found else None
+    span = answer_tag_span(completion)
+    return None if span is None else completion[span[0]:span[1]]
 
 # %% ../nbs/02_verifiers.ipynb #c009
 _BARE_RE = re.compile(r'[\(\[]?\s*([A-Za-z])\s*[\)\]]?\s*\.?')
@@ -58,9 +69,8 @@ def _unfence(s):
         s = s[:-3] if s.rstrip().endswith('```') else s
     return s.strip().strip('`').strip()
 
-def parse_tool_call(completion:str, # a ReAct completion
-                   ) -> tuple[str, str]|None:
-    "The first `(action, action_input_text)` of a ReAct completion, or None."
+def _first_tool_call(completion) -> tuple|None:
+    "(action, action input text, first character of the action, end of its input) of a ReAct completion's first call."
     if not isinstance(completion, str): return None
     keys = list(_KEY_RE.finditer(completion))
     i = next((i for i, m in enumerate(keys) if m[1] == 'Action'), None)
@@ -68,7 +78,19 @@ def parse_tool_call(completion:str, # a ReAct completion
     action = completion[keys[i].end():].split('\n', 1)[0].strip().strip('`*').strip()
     end = keys[i+2].start() if i + 2 < len(keys) else len(completion)
     text = _unfence(completion[keys[i+1].end():end])
-    return (action, text) if action else None
+    return (action, text, keys[i].end(), len(completion[:end].rstrip())) if action else None
+
+def parse_tool_call(completion:str, # a ReAct completion
+                   ) -> tuple[str, str]|None:
+    "The first `(action, action_input_text)` of a ReAct completion, or None."
+    call = _first_tool_call(completion)
+    return None if call is None else call[:2]
+
+def tool_call_span(completion:str, # a ReAct completion
+                  ) -> tuple[int, int]|None:
+    "Where the first tool call stands in a ReAct completion (characters): from its action's name to the end of its input."
+    call = _first_tool_call(completion)
+    return None if call is None else call[2:]
 
 # %% ../nbs/02_verifiers.ipynb #c017
 class _Wildcard:
@@ -208,6 +230,12 @@ def verify(domain:str, # 'chemistry', 'tooluse' or 'arithmetic'
           ) -> bool:
     "R(x, a) for the given domain."
     return VERIFIERS[check_domain(domain)](completion, answer)
+
+def answer_span(domain:str|None, # 'chemistry', 'tooluse' or 'arithmetic'; None: rows of your own (their `<answer>` tag)
+                completion:str, # the model's completion
+               ) -> tuple[int, int]|None:
+    "Where the answer the domain's verifier reads stands in `completion` (characters); None where it has none."
+    return tool_call_span(completion) if domain == 'tooluse' else answer_tag_span(completion)
 
 def completion_text(completion, # a string, or a conversational completion (list of messages)
                    ) -> str:
