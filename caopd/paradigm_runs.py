@@ -94,20 +94,26 @@ def _extra_tokens(folder:Path, which:str) -> float|None:
     v = [r['completion_tokens'] for r in read_jsonl(path) if r.get('completion_tokens') is not None]
     return sum(v) / len(v) if v else None
 
+def _scored(folder, which:str) -> bool:
+    "Whether a run's evaluation holds a paradigm score (beyond the stated and expected confidences)."
+    return any(k in r for r in read_jsonl(Path(folder)/'eval'/which/'records.jsonl') for k in ('completion_logprob', 'agreement'))
+
 def paradigm_table(groups:dict, # `caopd.seeds.seed_runs(...)`: {label: [run folder per seed]}
                    n_boot:int=1000, # bootstrap resamples
                   ) -> tuple[pd.DataFrame, list[str]]:
     "(a row per method and paradigm read: metrics pooled over seeds with intervals, per-seed AUROC, cost; the groups without scores)."
-    firsts = {}
+    firsts = {}  # per seed, the first folder whose start was scored (every group of a seed shares it: `caopd.seeds`)
     for label, folders in groups.items():
-        for f in folders: firsts.setdefault(int(read_json(Path(f)/'settings.json').get('seed', 0)), Path(f))
+        for f in folders:
+            seed = int(read_json(Path(f)/'settings.json').get('seed', 0))
+            if seed not in firsts or (not _scored(firsts[seed], 'before') and _scored(f, 'before')): firsts[seed] = Path(f)
     plan = [('start', [(f, 'before') for _, f in sorted(firsts.items())])]
     plan += [(label, [(Path(f), 'after') for f in folders]) for label, folders in groups.items()]
     rows, missing = [], []
     for label, evals in plan:
         got = [_evaluation(f, w) for f, w in evals]
         records = [r for recs, _ in got for r in recs]
-        if not any(k in r for r in records for k in ('completion_logprob', 'agreement')):
+        if not all(_scored(f, w) for f, w in evals):  # a method is pooled over all its seeds, or shown not at all
             missing.append(label); continue
         rep = paradigm_report(records, n_boot=n_boot, clusters=[r['seed'] for r in records])
         per_seed = {}
@@ -178,6 +184,7 @@ def main(argv:list[str]|None=None, # the arguments (default: the command line's)
     p.add_argument('--scale', default=None, help="the runs' scale kept ('cpu' or 'gpu'; default: all, which must agree)")
     p.add_argument('--only', nargs='*', default=None, help='the run groups kept, by label (default: every group)')
     p.add_argument('--n_boot', type=int, default=1000, help='bootstrap resamples')
+    p.add_argument('--title', default='AUROC of each paradigm, pooled over seeds', help="the figure's title")
     a = p.parse_args(argv)
     groups = seed_runs(a.runs, a.domain, a.scale)
     if a.only is not None:
@@ -190,7 +197,7 @@ def main(argv:list[str]|None=None, # the arguments (default: the command line's)
                                           without_scores=missing, rows=table.to_dict('records')))
     note = f"\nWithout paradigm scores (evaluated before them, not scored afterwards): {', '.join(missing)}.\n" if missing else ''
     atomic_write(out/'paradigms.md', paradigm_markdown_table(table) + note)
-    save_figure(paradigm_figure(table), out/'paradigms')
+    save_figure(paradigm_figure(table, a.title), out/'paradigms')
     print(paradigm_markdown_table(table) + note)
 
 if __name__ == '__main__' and Path(__import__('sys').argv[0]).name == 'paradigm_runs.py': main()
