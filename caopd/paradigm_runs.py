@@ -194,10 +194,11 @@ def main(argv:list[str]|None=None, # the arguments (default: the command line's)
     table, missing = paradigm_table(groups, a.n_boot)
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
     write_json(out/'paradigms.json', dict(runs=a.runs, groups={k: [str(f) for f in v] for k, v in groups.items()},
-                                          without_scores=missing, rows=table.to_dict('records')))
+                                          without_scores=missing, rows=[{k: None if isinstance(v, float) and math.isnan(v) else v
+                                                                         for k, v in r.items()} for r in table.to_dict('records')]))
     note = f"\nWithout paradigm scores (evaluated before them, not scored afterwards): {', '.join(missing)}.\n" if missing else ''
     atomic_write(out/'paradigms.md', paradigm_markdown_table(table) + note)
-    save_figure(paradigm_figure(table, a.title), out/'paradigms')
+    save_figure(paradigm_figure(table, a.title), out/'auroc')  # auroc.html, .json, .png
     print(paradigm_markdown_table(table) + note)
 
 if __name__ == '__main__' and Path(__import__('sys').argv[0]).name == 'paradigm_runs.py': main()

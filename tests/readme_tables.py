@@ -416,6 +416,27 @@ def headline_checks(folder:str) -> str:
     return textwrap.fill(text + (f"; not: {'; '.join(failed)}." if failed else '.'), 118) + '\n'
 
 
+def paradigms(folder:str, # a folder of `figures/paradigms` (`python -m caopd.paradigm_runs ... --out` wrote it)
+              full:bool=False, # every column (`paradigms.md` as written); False: the few the README shows
+             ) -> str:
+    "The paradigms of uncertainty on the same answers (`figures/paradigms/<folder>/paradigms.json`, its rows)."
+    from caopd.paradigms import PARADIGMS
+    path = ROOT/'figures'/'paradigms'/folder
+    if full: return (path/'paradigms.md').read_text()
+    saved = json.loads((path/'paradigms.json').read_text())
+    rows = []
+    for r in saved['rows']:
+        seeds = (f"{r['auroc_seed_mean']:.2f} [{r['auroc_seed_min']:.2f}, {r['auroc_seed_max']:.2f}]"
+                 if r['auroc_seed_mean'] is not None else 'n/a')
+        tokens = 'n/a' if r['extra_tokens'] is None else f"{r['extra_tokens']:.0f}"
+        rows.append(['start (before training)' if r['method'] == 'start' else r['method'], PARADIGMS[r['paradigm']].label,
+                     ci(r, 'auroc'), seeds, ci(r, 'ece'), ci(r, 'ece_fit'), f"{r['extra_samples']:g} / {tokens}"])
+    table = _table(['method', 'score', 'AUROC pooled', 'AUROC per seed', 'ECE', 'ECE after a Platt fit',
+                    'more samples / tokens per answer'], rows)
+    missing = saved.get('without_scores') or []
+    return table + (f"\nNot scored: {', '.join(missing)}.\n" if missing else '')
+
+
 # --- the notebooks, from their own title cells ---
 
 NBS = ROOT/'nbs'
