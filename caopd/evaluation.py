@@ -343,7 +343,7 @@ def _agreement_samples(a, backend, model, is_pair, dtype, lm, tok, llm, rows_lis
     kw = dict(n=m, temperature=a.temperature, top_p=a.top_p, max_new_tokens=a.max_new_tokens, seed=seed, progress=progress)
     if backend == 'openai':
         got = generate_openai(str(model), prompts, base_url=a.base_url, api_key=api_key, workers=a.workers,
-                              max_retries=a.max_retries, timeout=a.timeout, **kw, **(a.api_kwargs or {}))
+                              max_retries=a.max_retries, timeout=a.timeout, **{**kw, **(a.api_kwargs or {})})
         texts = [[s['completion'] for s in ss] for ss in got]
     elif backend == 'vllm':
         from caopd.models import chat_template_kwargs

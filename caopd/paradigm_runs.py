@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .cli import Refusal
+from .cli import Refusal, refusals
 from .data import load_domain
 from .evaluation import (AGREEMENT_FILE, EvalArguments, _agreement_samples, _read_likelihood, prompts_sha256,
                               records_report, write_report)
@@ -176,24 +176,33 @@ def paradigm_figure(table:pd.DataFrame, # `paradigm_table(...)[0]`
 def main(argv:list[str]|None=None, # the arguments (default: the command line's)
         ):
     "`python -m caopd.paradigm_runs RUNS --out FOLDER`: the paradigms' table (Markdown, JSON) and figure of the runs in RUNS."
-    from caopd.saving import save_figure
     p = argparse.ArgumentParser(prog='python -m caopd.paradigm_runs', description=main.__doc__)
     p.add_argument('runs', help='a folder of finished run folders (searched recursively), e.g. figures/runs/cpu')
     p.add_argument('--out', required=True, help='the folder the table and the figure are written into')
     p.add_argument('--domain', default='arithmetic', help='the test domain of the runs kept')
     p.add_argument('--scale', default=None, help="the runs' scale kept ('cpu' or 'gpu'; default: all, which must agree)")
     p.add_argument('--only', nargs='*', default=None, help='the run groups kept, by label (default: every group)')
+    p.add_argument('--seeds', nargs='*', type=int, default=None, help="the seeds kept (default: every group's every seed)")
     p.add_argument('--n_boot', type=int, default=1000, help='bootstrap resamples')
     p.add_argument('--title', default='AUROC of each paradigm, pooled over seeds', help="the figure's title")
     a = p.parse_args(argv)
+    with refusals('python -m caopd.paradigm_runs'): _main(a)
+
+def _main(a):
+    from caopd.saving import save_figure
     groups = seed_runs(a.runs, a.domain, a.scale)
     if a.only is not None:
         unknown = sorted(set(a.only) - set(groups))
         if unknown: raise Refusal(f"--only {', '.join(unknown)}: no such group in {a.runs}; its groups are {', '.join(groups)}")
         groups = {k: v for k, v in groups.items() if k in a.only}
+    if a.seeds is not None:
+        seed = lambda f: int(read_json(Path(f)/'settings.json').get('seed', 0))
+        lacking = sorted(k for k, v in groups.items() if set(a.seeds) - {seed(f) for f in v})
+        if lacking: raise Refusal(f"--seeds {' '.join(map(str, a.seeds))}: {', '.join(lacking)} has no run of some of them in {a.runs}")
+        groups = {k: [f for f in v if seed(f) in a.seeds] for k, v in groups.items()}
     table, missing = paradigm_table(groups, a.n_boot)
     out = Path(a.out); out.mkdir(parents=True, exist_ok=True)
-    write_json(out/'paradigms.json', dict(runs=a.runs, groups={k: [str(f) for f in v] for k, v in groups.items()},
+    write_json(out/'paradigms.json', dict(runs=a.runs, seeds=a.seeds, groups={k: [str(f) for f in v] for k, v in groups.items()},
                                           without_scores=missing, rows=[{k: None if isinstance(v, float) and math.isnan(v) else v
                                                                          for k, v in r.items()} for r in table.to_dict('records')]))
     note = f"\nWithout paradigm scores (evaluated before them, not scored afterwards): {', '.join(missing)}.\n" if missing else ''

@@ -1,0 +1,33 @@
+"The paradigms' committed tables (figures/paradigms/*) are what `python -m caopd.paradigm_runs` gives from the committed run folders, and its options refuse what they cannot keep before any work."
+import json, subprocess, sys
+
+import pytest
+
+from conftest import ROOT
+
+COMMANDS = {  # each committed table: the arguments that made it (docs/results-gpu.md and docs/results-laptop.md show them)
+    'gpu': ['figures/runs/gpu-readout', '--scale', 'gpu'],
+}
+
+
+def _run(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, '-m', 'caopd.paradigm_runs', *args], cwd=cwd, capture_output=True, text=True,
+                          env={**__import__('os').environ, 'CAOPD_PNG': '0'})
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name', sorted(COMMANDS))
+def test_committed_table_is_what_the_command_gives(name, tmp_path):
+    r = _run(*COMMANDS[name], '--out', str(tmp_path))
+    assert r.returncode == 0, r.stderr[-2000:]
+    made, committed = (json.loads((p/'paradigms.json').read_text()) for p in (tmp_path, ROOT/'figures'/'paradigms'/name))
+    assert made['rows'] == committed['rows'] and made['groups'] == committed['groups']
+    assert (tmp_path/'paradigms.md').read_text() == (ROOT/'figures'/'paradigms'/name/'paradigms.md').read_text()
+
+
+def test_seeds_and_groups_not_there_are_refused(tmp_path):
+    r = _run('figures/runs/gpu-readout', '--scale', 'gpu', '--seeds', '0', '3', '--out', str(tmp_path))
+    assert r.returncode == 2 and r.stderr.count('\n') == 1 and 'SDFT has no run of some of them' in r.stderr
+    r = _run('figures/runs/gpu-readout', '--scale', 'gpu', '--only', 'GRPO', '--out', str(tmp_path))
+    assert r.returncode == 2 and '--only GRPO: no such group' in r.stderr
+    assert not any(tmp_path.iterdir())  # refused before anything was written
