@@ -7,6 +7,7 @@ from conftest import ROOT
 
 COMMANDS = {  # each committed table: the arguments that made it (docs/results-gpu.md and docs/results-laptop.md show them)
     'gpu': ['figures/runs/gpu-readout', '--scale', 'gpu'],
+    'laptop': ['figures/runs/cpu', '--scale', 'cpu', '--only', 'SDFT', 'CaOPD (SDFT)', '--seeds', '0', '1'],
 }
 
 
