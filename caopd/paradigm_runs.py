@@ -19,7 +19,8 @@ from .paradigms import PARADIGMS, add_agreement, paradigm_report
 from .seeds import seed_records, seed_runs
 
 # %% auto #0
-__all__ = ['ORDER', 'score_paradigms', 'paradigm_costs', 'paradigm_table', 'paradigm_markdown_table', 'paradigm_figure', 'main']
+__all__ = ['ORDER', 'score_paradigms', 'same_answers', 'score_main', 'paradigm_costs', 'paradigm_table',
+           'paradigm_markdown_table', 'paradigm_figure', 'main']
 
 # %% ../nbs/12d_paradigm_runs.ipynb #q005
 def score_paradigms(out, # an evaluation folder of `evaluate` (records.jsonl, report.json), made before the paradigms' scores
@@ -64,6 +65,36 @@ def score_paradigms(out, # an evaluation folder of `evaluate` (records.jsonl, re
     report = records_report(records)
     write_report(out, records, report, st)
     return records, report
+
+# %% ../nbs/12d_paradigm_runs.ipynb #q005b
+def same_answers(out, # an evaluation folder
+                 remade, # the same evaluation made again (the run whose checkpoint scores `out`)
+                ):
+    "Refuse, naming the first record that differs, unless `remade` holds `out`'s answers word for word."
+    key = lambda r: (r['id'], r['sample'], r['completion'])
+    a, b = (read_jsonl(Path(f)/'records.jsonl') for f in (out, remade))
+    for k, (x, y) in enumerate(zip(a, b)):
+        if key(x) != key(y):
+            raise Refusal(f"{remade} is not {out} made again: record {k + 1} ({x['id']}, sample {x['sample']}) differs; "
+                          "its checkpoint would score answers it did not give")
+    if len(a) != len(b): raise Refusal(f"{remade} holds {len(b)} records, {out} {len(a)}: not the same evaluation")
+
+def score_main(argv:list[str]|None=None, # the arguments (default: the command line's, after `score`)
+              ):
+    "`python -m caopd.paradigm_runs score EVAL --model CKPT --remade EVAL2`: `score_paradigms`, once EVAL2 is checked to be EVAL made again."
+    p = argparse.ArgumentParser(prog='python -m caopd.paradigm_runs score', description=score_main.__doc__)
+    p.add_argument('eval', help='an evaluation folder made before the paradigms (records.jsonl, report.json)')
+    p.add_argument('--model', default=None, help='the checkpoint that evaluated it (none: the agreement of its own samples)')
+    p.add_argument('--remade', default=None, help="the same evaluation made again by the run that left --model: checked "
+                                                 "first to hold the same answers word for word")
+    p.add_argument('--agreement_samples', type=int, default=0, help='more samples per question for the agreement (seed + 1)')
+    p.add_argument('--batch_size', type=int, default=16, help='sequences per forward pass and generation batch')
+    p.add_argument('--data_dir', default=None, help="the domain's data folder (default: $CAOPD_DATA_DIR or ../shared/data)")
+    a = p.parse_args(argv)
+    with refusals('python -m caopd.paradigm_runs score'):
+        if a.remade is not None: same_answers(a.eval, a.remade)
+        score_paradigms(a.eval, a.model, a.agreement_samples, a.batch_size, a.data_dir)
+    print(f'scored {a.eval}')
 
 # %% ../nbs/12d_paradigm_runs.ipynb #q011
 def paradigm_costs(records:list[dict], # per-sample records of one evaluation or several, with the paradigms' fields
@@ -175,7 +206,7 @@ def paradigm_figure(table:pd.DataFrame, # `paradigm_table(...)[0]`
 
 def main(argv:list[str]|None=None, # the arguments (default: the command line's)
         ):
-    "`python -m caopd.paradigm_runs RUNS --out FOLDER`: the paradigms' table (Markdown, JSON) and figure of the runs in RUNS."
+    "`python -m caopd.paradigm_runs RUNS --out FOLDER`: the paradigms' table (Markdown, JSON) and figure of the runs in RUNS (`... score`: `score_main`)."
     p = argparse.ArgumentParser(prog='python -m caopd.paradigm_runs', description=main.__doc__)
     p.add_argument('runs', help='a folder of finished run folders (searched recursively), e.g. figures/runs/cpu')
     p.add_argument('--out', required=True, help='the folder the table and the figure are written into')
@@ -185,6 +216,8 @@ def main(argv:list[str]|None=None, # the arguments (default: the command line's)
     p.add_argument('--seeds', nargs='*', type=int, default=None, help="the seeds kept (default: every group's every seed)")
     p.add_argument('--n_boot', type=int, default=1000, help='bootstrap resamples')
     p.add_argument('--title', default='AUROC of each paradigm, pooled over seeds', help="the figure's title")
+    argv = __import__('sys').argv[1:] if argv is None else list(argv)
+    if argv[:1] == ['score']: return score_main(argv[1:])
     a = p.parse_args(argv)
     with refusals('python -m caopd.paradigm_runs'): _main(a)
 

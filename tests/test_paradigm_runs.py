@@ -1,5 +1,5 @@
 "The paradigms' committed tables (figures/paradigms/*) are what `python -m caopd.paradigm_runs` gives from the committed run folders, and its options refuse what they cannot keep before any work."
-import json, subprocess, sys
+import json, math, subprocess, sys
 
 import pytest
 
@@ -9,6 +9,12 @@ COMMANDS = {  # each committed table: the arguments that made it (docs/results-g
     'gpu': ['figures/runs/gpu-readout', '--scale', 'gpu'],
     'laptop': ['figures/runs/cpu', '--scale', 'cpu', '--only', 'SDFT', 'CaOPD (SDFT)', '--seeds', '0', '1'],
 }
+
+
+def _close(a, b) -> bool:
+    "Equal, floats to 1e-9: the bootstrap's sums may run in another order on another number of threads."
+    if isinstance(a, float) and isinstance(b, float): return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    return a == b
 
 
 def _run(*args, cwd=ROOT):
@@ -22,7 +28,9 @@ def test_committed_table_is_what_the_command_gives(name, tmp_path):
     r = _run(*COMMANDS[name], '--out', str(tmp_path))
     assert r.returncode == 0, r.stderr[-2000:]
     made, committed = (json.loads((p/'paradigms.json').read_text()) for p in (tmp_path, ROOT/'figures'/'paradigms'/name))
-    assert made['rows'] == committed['rows'] and made['groups'] == committed['groups']
+    assert made['groups'] == committed['groups'] and len(made['rows']) == len(committed['rows'])
+    for m, c in zip(made['rows'], committed['rows']):  # the same to the last digits but for the order BLAS sums in
+        assert m.keys() == c.keys() and all(_close(m[k], c[k]) for k in m), (m, c)
     assert (tmp_path/'paradigms.md').read_text() == (ROOT/'figures'/'paradigms'/name/'paradigms.md').read_text()
 
 
@@ -32,3 +40,10 @@ def test_seeds_and_groups_not_there_are_refused(tmp_path):
     r = _run('figures/runs/gpu-readout', '--scale', 'gpu', '--only', 'GRPO', '--out', str(tmp_path))
     assert r.returncode == 2 and '--only GRPO: no such group' in r.stderr
     assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_score_refuses_a_remade_evaluation_that_gave_other_answers():
+    "`score --remade`: the run made again must have given the committed answers, or its checkpoint scores nothing."
+    r = _run('score', 'figures/runs/cpu/arithmetic-sdft-0/eval/after', '--model', 'unused',
+             '--remade', 'figures/runs/cpu/arithmetic-sdft-1/eval/after')
+    assert r.returncode == 2 and r.stderr.count('\n') == 1 and 'is not figures/runs/cpu/arithmetic-sdft-0/eval/after made again' in r.stderr
