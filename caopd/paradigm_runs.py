@@ -19,8 +19,8 @@ from .paradigms import PARADIGMS, add_agreement, paradigm_report
 from .seeds import seed_records, seed_runs
 
 # %% auto #0
-__all__ = ['ORDER', 'score_paradigms', 'same_answers', 'score_main', 'paradigm_costs', 'paradigm_table',
-           'paradigm_markdown_table', 'paradigm_figure', 'main']
+__all__ = ['score_paradigms', 'same_answers', 'score_main', 'paradigm_costs', 'paradigm_table', 'paradigm_markdown_table',
+           'paradigm_figure', 'main']
 
 # %% ../nbs/12d_paradigm_runs.ipynb #q005
 def score_paradigms(out, # an evaluation folder of `evaluate` (records.jsonl, report.json), made before the paradigms' scores
@@ -167,8 +167,6 @@ def _mean(v):
     return sum(v) / len(v) if v else None
 
 # %% ../nbs/12d_paradigm_runs.ipynb #q015
-ORDER = ('stated', 'expected', 'answer_likelihood', 'completion_likelihood', 'agreement')  # by family, then cost
-
 def _ci(row, m) -> str:
     v = row.get(m)
     if v is None or pd.isna(v): return 'n/a'
@@ -192,7 +190,7 @@ def paradigm_figure(table:pd.DataFrame, # `paradigm_table(...)[0]`
                    ):
     "Per paradigm (x, ordered by family and cost), each method's pooled AUROC with its 95% interval (a point per method)."
     import plotly.graph_objects as go
-    present = [k for k in ORDER if k in set(table.paradigm)]
+    present = [k for k in PARADIGMS if k in set(table.paradigm)]  # in PARADIGMS' order: by family, then cost
     names = {k: f"{PARADIGMS[k].label}<br>({PARADIGMS[k].family})" for k in present}
     fig = go.Figure()
     for method, t in table.groupby('method', sort=False):

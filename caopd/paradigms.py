@@ -164,7 +164,7 @@ class Paradigm:
 
     def score(self, v): return None if v is None else math.exp(v) if self.log else v
 
-PARADIGMS = {
+PARADIGMS = {  # in the order tables and figures show them: verbalized, logit-based, sampling-based; cheapest first
     'stated': Paradigm('verbalized', 'confidence', "stated confidence (the paper's)"),
     'expected': Paradigm('verbalized', 'expected_confidence', 'expected stated confidence (ours)'),
     'answer_likelihood': Paradigm('logit-based', 'answer_logprob', "the answer's likelihood", log=True),
