@@ -431,7 +431,8 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
                     n_samples=a.n_samples, temperature=a.temperature, top_p=a.top_p, max_new_tokens=a.max_new_tokens, seed=a.seed)
     if backend == 'openai': settings.update(api_kwargs=a.api_kwargs or None)
     if a.readout: settings.update(readout_decimals=a.readout_decimals)
-    if a.agreement_samples: settings.update(agreement_samples=a.agreement_samples, agreement_seed=a.seed + 1)
+    if a.agreement_samples:  # its batches too: they set which random numbers each sample draws
+        settings.update(agreement_samples=a.agreement_samples, agreement_seed=a.seed + 1, agreement_batch_size=a.batch_size)
     kept = open_run(a.out, {k: settings[k] for k in RESUME_KEYS if k in settings}, a.overwrite) if a.out is not None else []
     pos = {r['id']: k for k, r in enumerate(rows_list)}
     done = {(r['id'], r['sample']) for r in kept}

@@ -59,7 +59,7 @@ def score_paradigms(out, # an evaluation folder of `evaluate` (records.jsonl, re
                           out=str(out), agreement_samples=agreement_samples)
         extra = _agreement_samples(a, 'transformers', model, False, st.get('dtype'), lm, tok, None, rows_list, domain, None,
                                    None, progress)
-        st.update(agreement_samples=agreement_samples, agreement_seed=a.seed + 1)
+        st.update(agreement_samples=agreement_samples, agreement_seed=a.seed + 1, agreement_batch_size=batch_size)
     if extra or st.get('n_samples', 1) > 1: add_agreement(records, domain, extra)
     write_jsonl(out/'records.jsonl', records)
     report = records_report(records)
