@@ -14,8 +14,8 @@ from .data import load_domain
 from .evaluation import (AGREEMENT_FILE, EvalArguments, _agreement_samples, _read_likelihood, prompts_sha256,
                               records_report, write_report)
 from .io import atomic_write, markdown_table, read_json, read_jsonl, write_json, write_jsonl
-from .metrics import interval_text
-from .paradigms import PARADIGMS, add_agreement, paradigm_report
+from .metrics import auroc
+from .paradigms import PARADIGMS, add_agreement, metric_text, paradigm_report
 from .seeds import seed_records, seed_runs
 
 # %% auto #0
@@ -103,9 +103,7 @@ def paradigm_costs(records:list[dict], # per-sample records of one evaluation or
                    extra_tokens:float|None=None, # the mean generated tokens of those extra samples (None: not counted)
                   ) -> dict:
     "Per paradigm: (more samples, more token positions) per answer, beyond the answer itself; None where not counted."
-    def mean(field):
-        v = [r[field] for r in records if r.get(field) is not None]
-        return sum(v) / len(v) if v else None
+    mean = lambda field: _mean([r.get(field) for r in records])
     own = mean('completion_tokens')
     others = samples_per_question - 1 + extra_per_question
     tokens = None
@@ -122,12 +120,14 @@ def _evaluation(folder:Path, which:str) -> tuple[list[dict], dict]:
 def _extra_tokens(folder:Path, which:str) -> float|None:
     path = Path(folder)/'eval'/which/AGREEMENT_FILE
     if not path.is_file(): return None
-    v = [r['completion_tokens'] for r in read_jsonl(path) if r.get('completion_tokens') is not None]
-    return sum(v) / len(v) if v else None
+    return _mean([r.get('completion_tokens') for r in read_jsonl(path)])
+
+def _holds_scores(records:list[dict]) -> bool:
+    "Whether an evaluation's records hold a paradigm score (beyond the stated and expected confidences)."
+    return any(k in r for r in records for k in ('completion_logprob', 'agreement'))
 
 def _scored(folder, which:str) -> bool:
-    "Whether a run's evaluation holds a paradigm score (beyond the stated and expected confidences)."
-    return any(k in r for r in read_jsonl(Path(folder)/'eval'/which/'records.jsonl') for k in ('completion_logprob', 'agreement'))
+    return _holds_scores(read_jsonl(Path(folder)/'eval'/which/'records.jsonl'))
 
 def paradigm_table(groups:dict, # `caopd.seeds.seed_runs(...)`: {label: [run folder per seed]}
                    n_boot:int=1000, # bootstrap resamples
@@ -144,17 +144,16 @@ def paradigm_table(groups:dict, # `caopd.seeds.seed_runs(...)`: {label: [run fol
     for label, evals in plan:
         got = [_evaluation(f, w) for f, w in evals]
         records = [r for recs, _ in got for r in recs]
-        if not all(_scored(f, w) for f, w in evals):  # a method is pooled over all its seeds, or shown not at all
+        if not all(_holds_scores(recs) for recs, _ in got):  # a method is pooled over all its seeds, or shown not at all
             missing.append(label); continue
         rep = paradigm_report(records, n_boot=n_boot, clusters=[r['seed'] for r in records])
-        per_seed = {}
-        for recs, _ in got:
-            for k, v in paradigm_report(recs, n_boot=0).items(): per_seed.setdefault(k, []).append(v['auroc'])
+        per_seed = {k: [auroc([PARADIGMS[k].score(r.get(PARADIGMS[k].field)) for r in recs], [r['correct'] for r in recs])
+                        for recs, _ in got] for k in rep}  # each seed's own AUROC, as the report reads it (missing: worst)
         st = got[0][1]
         costs = paradigm_costs(records, st.get('agreement_samples', 0), st.get('n_samples', 1),
                                _mean([_extra_tokens(f, w) for f, w in evals]))
         for k, v in rep.items():
-            seeds_auroc = [a for a in per_seed.get(k, []) if a is not None and not math.isnan(a)]
+            seeds_auroc = [a for a in per_seed[k] if not math.isnan(a)]
             rows.append(dict(method=label, paradigm=k, family=v['family'], seeds=len(got), scored=v['scored'], n=v['n'],
                              **{m: v[m] for m in v if m[:3] in ('acc', 'aur', 'ece')},
                              auroc_seed_mean=_mean(seeds_auroc), auroc_seed_min=min(seeds_auroc, default=None),
@@ -167,11 +166,6 @@ def _mean(v):
     return sum(v) / len(v) if v else None
 
 # %% ../nbs/12d_paradigm_runs.ipynb #q015
-def _ci(row, m) -> str:
-    v = row.get(m)
-    if v is None or pd.isna(v): return 'n/a'
-    return f"{v:.3f} {interval_text(row.get(f'{m}_lo'), row.get(f'{m}_hi'))}".strip()
-
 def paradigm_markdown_table(table:pd.DataFrame, # `paradigm_table(...)[0]`
                            ) -> str:
     "The pooled table as Markdown: a row per method and paradigm, 95% intervals over seeds and questions."
@@ -180,8 +174,8 @@ def paradigm_markdown_table(table:pd.DataFrame, # `paradigm_table(...)[0]`
         seeds = (f"{r.auroc_seed_mean:.3f} [{r.auroc_seed_min:.3f}, {r.auroc_seed_max:.3f}]"
                  if r.auroc_seed_mean is not None and not pd.isna(r.auroc_seed_mean) else 'n/a')
         cost = f"{r.extra_samples:g} / " + ('n/a' if r.extra_tokens is None or pd.isna(r.extra_tokens) else f'{r.extra_tokens:.0f}')
-        rows.append([r.method, PARADIGMS[r.paradigm].label, r.family, f'{r.scored}/{r.n}', _ci(r, 'auroc'), seeds,
-                     _ci(r, 'aurc'), _ci(r, 'ece'), _ci(r, 'ece_fit'), cost])
+        rows.append([r.method, PARADIGMS[r.paradigm].label, r.family, f'{r.scored}/{r.n}', metric_text(r, 'auroc'), seeds,
+                     metric_text(r, 'aurc'), metric_text(r, 'ece'), metric_text(r, 'ece_fit'), cost])
     return markdown_table(rows, header=['method', 'score', 'paradigm', 'scored', 'AUROC, pooled', 'AUROC per seed: mean [min, max]',
                                         'AURC', 'ECE', 'ECE after a Platt fit', 'more samples / tokens per answer'], right=())
 

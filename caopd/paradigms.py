@@ -16,7 +16,8 @@ from .verifiers import answer_span, domain_reward
 # %% auto #0
 __all__ = ['LIKELIHOOD_FIELDS', 'PARADIGMS', 'REPORT_METRICS', 'token_at', 'decoded_ends', 'likelihood_fields', 'completion_ids',
            'end_token', 'token_logprobs', 'transformers_likelihoods', 'api_likelihood', 'success_threshold',
-           'add_agreement', 'Paradigm', 'platt_fit', 'cross_fitted', 'paradigm_report', 'paradigm_markdown']
+           'add_agreement', 'Paradigm', 'platt_fit', 'cross_fitted', 'paradigm_report', 'metric_text',
+           'paradigm_markdown']
 
 # %% ../nbs/09e_paradigms.ipynb #p006
 def token_at(char_end, # k -> the number of characters the completion's first k + 1 tokens decode to (non-decreasing)
@@ -231,7 +232,10 @@ def paradigm_report(records:list[dict], # per-sample records, with the fields of
                          **{f'ece_fit{e}': fit[f'ece{e}'] for e in ('', '_lo', '_hi')})
     return out
 
-def _cell(rep:dict, m:str) -> str:
+def metric_text(rep, # a report (`paradigm_report`'s entry, or a row of `caopd.paradigm_runs.paradigm_table`)
+                m:str, # a metric: its value `m` and interval `m_lo`, `m_hi`
+               ) -> str:
+    "'0.741 [0.686, 0.786]', or 'n/a' where the value is missing or not finite."
     v = rep.get(m)
     if v is None or not math.isfinite(v): return 'n/a'
     ci = interval_text(rep.get(f'{m}_lo'), rep.get(f'{m}_hi'))
@@ -242,7 +246,7 @@ def paradigm_markdown(report:dict|None, # `paradigm_report(records)`
     "The paradigms' report as a Markdown section: a row per score read, with 95% intervals over questions."
     head = ("\n### The paradigms of uncertainty on the same answers (the paper's Table 5, measured: `caopd.paradigms`)\n\n")
     if not report: return head + 'No paradigm score was read for these records.\n'
-    rows = [[PARADIGMS[k].label, r['family'], f"{r['scored']}/{r['n']}", *(_cell(r, m) for m in ('auroc', 'aurc', 'ece', 'ece_fit'))]
+    rows = [[PARADIGMS[k].label, r['family'], f"{r['scored']}/{r['n']}", *(metric_text(r, m) for m in ('auroc', 'aurc', 'ece', 'ece_fit'))]
             for k, r in report.items()]
     table = markdown_table(rows, header=['score', 'paradigm', 'scored', 'AUROC', 'AURC', 'ECE', 'ECE after a Platt fit'],
                            right=())
