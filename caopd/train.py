@@ -140,17 +140,20 @@ def trainer_config(settings:RunSettings, # `resolve_settings(...)`
     return {**cfg, **settings.trainer_overrides}
 
 def readout_decimals(settings:RunSettings, # `resolve_settings(...)`
+                     folder:RunFolder|None=None, # the run folder (default: `settings.out`)
                     ) -> int:
-    "Decimals of the values the run's targets are written with (at least CaOPD's default 2): the readout reads values up to them."
+    """Decimals of the values the run's targets are written with (at least CaOPD's default 2): the readout reads values
+    up to them. The trainer's own rule (`caopd.trainer.config_confidence_k`) on the run's config, so that a prior, a
+    rollout budget or an estimator among its overrides counts as in training. A backbone's run (SDFT, SDPO) reads what
+    CaOPD on it, with its settings, would write, so that both are read alike; GRPO and RLCR, which have no CaOPD of
+    their own, read CaOPD's default 2."""
     from caopd.confidence import confidence_decimals
-    from caopd.estimators import target_denominator
-    s, o = settings.sampling, settings.trainer_overrides or {}
-    if o.get('confidence_decimals'): return int(o['confidence_decimals'])
-    separate = s.get('confidence_sampling') == 'separate'
-    n = s['num_confidence_rollouts'] if separate else o.get('num_confidence_rollouts') or s['num_generations']
-    k = target_denominator(n, o.get('confidence_estimator', 'frequency'),
-                           leave_one_out=not separate and s.get('confidence_leave_one_out', True))
-    return max(2, confidence_decimals(k))
+    from caopd.methods import METHODS
+    from caopd.trainer import config_confidence_k
+    method = settings.method if settings.method.startswith('caopd-') else f'caopd-{settings.method}'
+    if method not in METHODS: return 2
+    args = method_args(dataclasses.replace(settings, method=method), folder or RunFolder(settings.out))
+    return int(args.confidence_decimals) if args.confidence_decimals else max(2, confidence_decimals(config_confidence_k(args)))
 
 def lora_fields(settings:RunSettings) -> dict|None:
     "The fields of the run's PEFT `LoraConfig` (rank r, alpha 2r, every linear layer: our choice), or None for full fine-tuning."

@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['EMA_TEACHER_FILE', 'CAOPD_PAPER', 'TRAIN_COLUMNS', 'CaOPDMixin', 'EMATeacherCheckpoints', 'check_trainer_inputs',
-           'CaOPDSDFTTrainer', 'CaOPDTeacherContextBuilder', 'CaOPDSDPOTrainer', 'trained_steps', 'StepTimer']
+           'CaOPDSDFTTrainer', 'CaOPDTeacherContextBuilder', 'CaOPDSDPOTrainer', 'config_confidence_k', 'trained_steps',
+           'StepTimer']
 
 # %% ../nbs/07_trainer.ipynb #c002
 import math, os, re, time, warnings
@@ -259,6 +260,20 @@ class CaOPDSDPOTrainer(CaOPDMixin, EMATeacherCheckpoints, SDPOTrainer):
                          reward_processing_classes, callbacks, optimizers, peft_config)
         self._check_caopd_args()
         self.teacher_context_builder = CaOPDTeacherContextBuilder(self)
+
+# %% ../nbs/07_trainer.ipynb #ck002
+class _ConfigOnly(CaOPDMixin):
+    "The trainer's target arithmetic on a config alone: what `CaOPDMixin` reads of a trainer in training, and nothing else."
+    def __init__(self, args):
+        self.args, self.num_generations = args, args.num_generations
+        self.model = torch.nn.Module()  # in training mode: the rollout counts of a training step
+
+def config_confidence_k(args, # a CaOPD config (`caopd.config.CaOPDSDFTConfig`, `CaOPDSDPOConfig`)
+                       ) -> int | None:
+    "`CaOPDMixin._confidence_k` of a training config, before a trainer exists: the denominator its targets are written with in training (None: two decimals)."
+    if not isinstance(args, caopd_config.CaOPDConfig):
+        raise TypeError(f"config_confidence_k needs a CaOPD config, got {type(args).__name__}: only CaOPD rewrites a confidence")
+    return _ConfigOnly(args)._confidence_k()
 
 # %% ../nbs/07_trainer.ipynb #c026
 @patch
