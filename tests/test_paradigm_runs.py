@@ -6,8 +6,10 @@ import pytest
 from conftest import ROOT
 
 COMMANDS = {  # each committed table: the arguments that made it (docs/results-gpu.md and docs/results-laptop.md show them)
-    'gpu': ['figures/runs/gpu-readout', '--scale', 'gpu'],
-    'laptop': ['figures/runs/cpu', '--scale', 'cpu', '--only', 'SDFT', 'CaOPD (SDFT)', '--seeds', '0', '1'],
+    'gpu': ['figures/runs/gpu-readout', '--scale', 'gpu',
+            '--title', 'One GPU, 24 steps (figures/runs/gpu-readout): AUROC of each paradigm, pooled over seeds'],
+    'laptop': ['figures/runs/cpu', '--scale', 'cpu', '--only', 'SDFT', 'CaOPD (SDFT)',
+               '--title', 'Laptop (2 CPU cores), seeds 0-2: AUROC of each paradigm, pooled over seeds'],
 }
 
 
@@ -32,6 +34,8 @@ def test_committed_table_is_what_the_command_gives(name, tmp_path):
     for m, c in zip(made['rows'], committed['rows']):  # the same to the last digits but for the order BLAS sums in
         assert m.keys() == c.keys() and all(_close(m[k], c[k]) for k in m), (m, c)
     assert (tmp_path/'paradigms.md').read_text() == (ROOT/'figures'/'paradigms'/name/'paradigms.md').read_text()
+    title = lambda p: json.loads((p/'auroc.json').read_text())['layout']['title']
+    assert title(tmp_path) == title(ROOT/'figures'/'paradigms'/name)  # the figure too: the command is the whole recipe
 
 
 def test_seeds_and_groups_not_there_are_refused(tmp_path):
