@@ -401,7 +401,11 @@ def readout_candidates(seeds:pd.DataFrame, # `readout_seeds(...)`
                       ) -> pd.DataFrame:
     """Per group, the default first: each seed's expected ECE and AUROC, the pooled accuracy with its interval, and
     whether it reaches the targets on every seed, keeps the default's accuracy (its interval reaches the default's
-    pooled accuracy), and has a lower ECE than the default on every seed. `becomes default` is all of them."""
+    pooled accuracy), and has a lower ECE than the default on every seed. `becomes default` is all of them.
+
+    A candidate may stop early: run on some of the default's seeds only, a seed that misses the ECE target (or is not
+    below the default's) already decides `False`; what no run seed decides yet is None, and it never becomes the
+    default before every seed is run."""
     if default not in set(seeds.method):
         raise ValueError(f"default={default!r} is not among the groups ({', '.join(dict.fromkeys(seeds.method))}): pass one of them")
     acc = expected[expected.seed == 'all'].set_index('method')
@@ -409,19 +413,23 @@ def readout_candidates(seeds:pd.DataFrame, # `readout_seeds(...)`
     rows = []
     for g in [default, *(m for m in dict.fromkeys(seeds.method) if m != default)]:
         part = seeds[seeds.method == g].set_index('seed')
-        if set(part.index) != set(ref.index):
+        if not set(part.index) <= set(ref.index):
             raise ValueError(f"{g} has seeds {', '.join(part.index)}, {default} {', '.join(ref.index)}: compare a "
                              "candidate on the default's seeds")
+        every = set(part.index) == set(ref.index)  # all the default's seeds run: every check decided
+        decide = lambda fails, holds: False if fails else (bool(holds) if every else None)
         a = acc.loc[g]
-        row = dict(method=g, seeds=len(part), **{f'{m} per seed': ' / '.join(f'{v:.2f}' for v in part[m]) for m in ('ece', 'auroc')},
+        row = dict(method=g, seeds=', '.join(part.index),
+                   **{f'{m} per seed': ' / '.join(f'{v:.2f}' for v in part[m]) for m in ('ece', 'auroc')},
                    max_ece=part['ece'].max(), mean_auroc=part['auroc'].mean(),
                    accuracy=f"{a['accuracy']:.2f} {interval_text(a['accuracy_lo'], a['accuracy_hi'], 2)}",
-                   ece_every_seed=bool(part['ece'].max() <= targets['ece']),
-                   auroc_mean=bool(part['auroc'].mean() >= targets['auroc']),
+                   ece_every_seed=decide((part['ece'] > targets['ece']).any(), True),
+                   auroc_mean=part['auroc'].mean() >= targets['auroc'] if every else None,
                    accuracy_kept=bool(a['accuracy_hi'] >= acc.loc[default, 'accuracy']))
-        row['ece_below_default_every_seed'] = g != default and bool((part['ece'] < ref.loc[part.index, 'ece']).all())
-        row['becomes default'] = (g != default and row['ece_every_seed'] and row['auroc_mean'] and row['accuracy_kept']
-                                  and row['ece_below_default_every_seed'])
+        below = part['ece'] < ref.loc[part.index, 'ece']
+        row['ece_below_default_every_seed'] = None if g == default else decide(not below.all(), True)
+        checks = [row[k] for k in ('ece_every_seed', 'auroc_mean', 'accuracy_kept', 'ece_below_default_every_seed')]
+        row['becomes default'] = None if g == default else (False if False in checks else (True if every else None))
         rows.append(row)
     return pd.DataFrame(rows)
 
