@@ -404,29 +404,30 @@ def readout_candidates(seeds:pd.DataFrame, # `readout_seeds(...)`
     pooled accuracy), and has a lower ECE than the default on every seed. `becomes default` is all of them.
 
     A candidate may stop early: run on some of the default's seeds only, a seed that misses the ECE target (or is not
-    below the default's) already decides `False`; what no run seed decides yet is None, and it never becomes the
-    default before every seed is run."""
+    below the default's) already decides `False`; what no run seed decides yet (the mean AUROC, the accuracy pooled
+    over every seed) is None, and it never becomes the default before every seed is run. A seed without an ECE (NaN)
+    misses the target."""
     if default not in set(seeds.method):
         raise ValueError(f"default={default!r} is not among the groups ({', '.join(dict.fromkeys(seeds.method))}): pass one of them")
     acc = expected[expected.seed == 'all'].set_index('method')
     ref = seeds[seeds.method == default].set_index('seed')
     rows = []
     for g in [default, *(m for m in dict.fromkeys(seeds.method) if m != default)]:
-        part = seeds[seeds.method == g].set_index('seed')
+        part = seeds[seeds.method == g].set_index('seed').sort_index()
         if not set(part.index) <= set(ref.index):
             raise ValueError(f"{g} has seeds {', '.join(part.index)}, {default} {', '.join(ref.index)}: compare a "
                              "candidate on the default's seeds")
         every = set(part.index) == set(ref.index)  # all the default's seeds run: every check decided
         decide = lambda fails, holds: False if fails else (bool(holds) if every else None)
         a = acc.loc[g]
-        row = dict(method=g, seeds=', '.join(part.index),
+        row = dict(method=g, seeds=', '.join(part.index),  # in seed order
                    **{f'{m} per seed': ' / '.join(f'{v:.2f}' for v in part[m]) for m in ('ece', 'auroc')},
                    max_ece=part['ece'].max(), mean_auroc=part['auroc'].mean(),
                    accuracy=f"{a['accuracy']:.2f} {interval_text(a['accuracy_lo'], a['accuracy_hi'], 2)}",
-                   ece_every_seed=decide((part['ece'] > targets['ece']).any(), True),
-                   auroc_mean=part['auroc'].mean() >= targets['auroc'] if every else None,
-                   accuracy_kept=bool(a['accuracy_hi'] >= acc.loc[default, 'accuracy']))
-        below = part['ece'] < ref.loc[part.index, 'ece']
+                   ece_every_seed=decide(not (part['ece'] <= targets['ece']).all(), True),
+                   auroc_mean=bool(part['auroc'].mean() >= targets['auroc']) if every else None,
+                   accuracy_kept=bool(a['accuracy_hi'] >= acc.loc[default, 'accuracy']) if every else None)
+        below = part['ece'] < ref.loc[part.index, 'ece']  # False where either is NaN
         row['ece_below_default_every_seed'] = None if g == default else decide(not below.all(), True)
         checks = [row[k] for k in ('ece_every_seed', 'auroc_mean', 'accuracy_kept', 'ece_below_default_every_seed')]
         row['becomes default'] = None if g == default else (False if False in checks else (True if every else None))

@@ -145,14 +145,16 @@ def readout_decimals(settings:RunSettings, # `resolve_settings(...)`
     """Decimals of the values the run's targets are written with (at least CaOPD's default 2): the readout reads values
     up to them. The trainer's own rule (`caopd.trainer.config_confidence_k`) on the run's config, so that a prior, a
     rollout budget or an estimator among its overrides counts as in training. A backbone's run (SDFT, SDPO) reads what
-    CaOPD on it, with its settings, would write, so that both are read alike; GRPO and RLCR, which have no CaOPD of
-    their own, read CaOPD's default 2."""
+    CaOPD on it would write with its settings and sampling scheme (the paper's SDFT: eighths, from 8 rollouts apart),
+    so that both are read alike; GRPO and RLCR, which have no CaOPD of their own, read CaOPD's default 2 (an earlier
+    rule read them to their own K - 1: 3 decimals from K = 9)."""
     from caopd.confidence import confidence_decimals
-    from caopd.methods import METHODS
+    from caopd.methods import METHODS, sampling_fields
     from caopd.trainer import config_confidence_k
     method = settings.method if settings.method.startswith('caopd-') else f'caopd-{settings.method}'
     if method not in METHODS: return 2
-    args = method_args(dataclasses.replace(settings, method=method), folder or RunFolder(settings.out))
+    as_caopd = dataclasses.replace(settings, method=method, sampling=sampling_fields(method, settings.sampling_scheme, settings.K))
+    args = method_args(as_caopd, folder or RunFolder(settings.out))
     return int(args.confidence_decimals) if args.confidence_decimals else max(2, confidence_decimals(config_confidence_k(args)))
 
 def lora_fields(settings:RunSettings) -> dict|None:
