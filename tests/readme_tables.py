@@ -390,6 +390,26 @@ def per_seed(folder:str) -> str:
     return _table(['method', 'confidence', 'seeds', 'AUROC per seed', 'AUROC pooled', 'ECE per seed', 'ECE pooled'], rows)
 
 
+def calibration(folder:str='calibration') -> str:
+    """Issue 49, item 3: each seed of the laptop default and of each candidate (`figures/<folder>/readout_seeds.csv`,
+    `caopd.seeds.readout_seeds`), then each group's verdict (`readout_candidates.csv`)."""
+    seeds = pd.read_csv(ROOT/'figures'/folder/'readout_seeds.csv', dtype={'seed': str})
+    verdicts = pd.read_csv(ROOT/'figures'/folder/'readout_candidates.csv')
+    rows = [[r['method'], r['seed'], f"{r['accuracy']:.2f}", f"{r['mean_confidence']:.2f}", f"{r['mean_mu_hat']:.2f}",
+             ci(r, 'ece'), ci(r, 'auroc')] for _, r in seeds.iterrows()]
+    each = _table(['method', 'seed', 'accuracy', 'mean expected confidence', 'mean training mu_hat', 'expected ECE',
+                   'expected AUROC'], rows)
+    from caopd.seeds import READOUT_TARGETS
+    yes = lambda v: 'not decided' if pd.isna(v) else 'yes' if v in (True, 'True') else 'no'  # NaN: seeds not run decide it
+    rows = [[r['method'], str(r['seeds']), r['ece per seed'], r['auroc per seed'], f"{r['mean_auroc']:.2f}", r['accuracy'],
+             yes(r['ece_every_seed']), yes(r['auroc_mean']), yes(r['accuracy_kept']),
+             '-' if i == 0 else yes(r['ece_below_default_every_seed']), '-' if i == 0 else yes(r['becomes default'])]
+            for i, (_, r) in enumerate(verdicts.iterrows())]
+    return each + '\n' + _table(['method', 'seeds', 'ECE per seed', 'AUROC per seed', 'mean AUROC', 'accuracy (pooled)',
+                                 f"ECE <= {READOUT_TARGETS['ece']:.2f} each seed", f"mean AUROC >= {READOUT_TARGETS['auroc']:.2f}", 'accuracy kept',
+                                 "ECE below the default's each seed", 'becomes the default'], rows)
+
+
 def headline(folder:str) -> str:
     """The few columns that say the headline of a seeded grid: accuracy (`seeds.csv`), and AUROC and ECE by the stated
     and the expected confidence (`readout.csv`), each pooled over its seeds with intervals over seeds and questions."""

@@ -146,3 +146,35 @@ def test_the_readme_graded_section_quotes_the_tables():
     numbers = re.findall(r'(?<![\d.])-?[01]\.\d\d(?!\d|\.\d)', prose) + re.findall(r'\[-?[01]\.\d\d, -?[01]\.\d\d\]', prose)
     text = '\n'.join(tables)
     assert not sorted({n for n in numbers if n not in text}), 'the prose gives numbers no committed table holds'
+
+
+CALIBRATION_NB = ROOT/'nbs'/'calibration.ipynb'
+
+def _calibrate(tmp_path, **parameters):
+    import papermill as pm
+    pm.execute_notebook(str(CALIBRATION_NB), str(tmp_path/'calibration.ipynb'), kernel_name='python3', cwd=str(ROOT),
+                        progress_bar=False, parameters=dict(out_dir=str(tmp_path/'out'), **parameters))
+    return tmp_path/'out'
+
+
+@pytest.mark.slow
+def test_the_calibration_tables_come_from_the_committed_runs(tmp_path):
+    """figures/calibration (issue 49, item 3) is what nbs/calibration.ipynb computes from the default's runs and the
+    candidates' (figures/runs-calibration): each seed's expected ECE and AUROC, and each candidate's verdict."""
+    out = _calibrate(tmp_path)
+    for name in ('readout_seeds', 'readout_candidates'):
+        pd.testing.assert_frame_equal(pd.read_csv(out/f'{name}.csv'), pd.read_csv(ROOT/'figures'/'calibration'/f'{name}.csv'), obj=name)
+    seeds = pd.read_csv(out/'readout_seeds.csv', dtype={'seed': str})
+    each = seeds.groupby('method')['seed'].apply(set)
+    assert each['CaOPD (SDFT)'] == {'0', '1', '2'} and all(s <= each['CaOPD (SDFT)'] for s in each)  # on the default's seeds
+    verdicts = pd.read_csv(out/'readout_candidates.csv').set_index('method')
+    assert verdicts.index[0] == 'CaOPD (SDFT)' and len(verdicts) >= 3  # the default and at least two candidates
+    for m, r in verdicts.iloc[1:].iterrows():  # a candidate run on fewer seeds was stopped by one that already fails
+        assert r['seeds'] == '0, 1, 2' or r['ece_every_seed'] in (False, 'False'), (m, r['seeds'])
+
+
+def test_the_calibration_notebook_refuses_a_missing_folder(tmp_path):
+    "Without the candidates' runs the notebook says, in one line, how to make them."
+    from papermill.exceptions import PapermillExecutionError
+    with pytest.raises(PapermillExecutionError, match='python -m caopd.runs nbs/grids/calibration.yaml'):
+        _calibrate(tmp_path, candidates_dir=str(tmp_path/'none'))
