@@ -409,7 +409,7 @@ def readout_candidates(seeds:pd.DataFrame, # `readout_seeds(...)`
     misses the target."""
     if default not in set(seeds.method):
         raise ValueError(f"default={default!r} is not among the groups ({', '.join(dict.fromkeys(seeds.method))}): pass one of them")
-    acc = expected[expected.seed == 'all'].set_index('method')
+    acc, ci = _pooled(expected)  # each group's pooled row, and its value with the interval as text
     ref = seeds[seeds.method == default].set_index('seed')
     rows = []
     for g in [default, *(m for m in dict.fromkeys(seeds.method) if m != default)]:
@@ -419,14 +419,13 @@ def readout_candidates(seeds:pd.DataFrame, # `readout_seeds(...)`
                              "candidate on the default's seeds")
         every = set(part.index) == set(ref.index)  # all the default's seeds run: every check decided
         decide = lambda fails, holds: False if fails else (bool(holds) if every else None)
-        a = acc.loc[g]
         row = dict(method=g, seeds=', '.join(part.index),  # in seed order
                    **{f'{m} per seed': ' / '.join(f'{v:.2f}' for v in part[m]) for m in ('ece', 'auroc')},
                    max_ece=part['ece'].max(), mean_auroc=part['auroc'].mean(),
-                   accuracy=f"{a['accuracy']:.2f} {interval_text(a['accuracy_lo'], a['accuracy_hi'], 2)}",
+                   accuracy=ci(g, 'accuracy'),
                    ece_every_seed=decide(not (part['ece'] <= targets['ece']).all(), True),
                    auroc_mean=bool(part['auroc'].mean() >= targets['auroc']) if every else None,
-                   accuracy_kept=bool(a['accuracy_hi'] >= acc.loc[default, 'accuracy']) if every else None)
+                   accuracy_kept=bool(acc.loc[g, 'accuracy_hi'] >= acc.loc[default, 'accuracy']) if every else None)
         below = part['ece'] < ref.loc[part.index, 'ece']  # False where either is NaN
         row['ece_below_default_every_seed'] = None if g == default else decide(not below.all(), True)
         checks = [row[k] for k in ('ece_every_seed', 'auroc_mean', 'accuracy_kept', 'ece_below_default_every_seed')]
