@@ -303,7 +303,7 @@ class Run:
     folder: RunFolder
     start: str  # the model the method starts from: the warm-up's checkpoint, or the run's model
     train_rows: object = None  # the training prompts (`select_prompts`), loaded once in this process
-    t0: float = dataclasses.field(default_factory=time.time)
+    t0: float = dataclasses.field(default_factory=time.time)  # when `prepare` began: metrics.json's `seconds` counts from here
     @property
     def label(self) -> str: return f"{self.settings.method} ({self.settings.model}, {self.settings.preset})"
 
@@ -312,6 +312,7 @@ def prepare(args:RunArguments, # the run's parameters (`caopd.arguments.parse_ar
            ) -> Run:
     "Resolve and check the run, load its prompts, claim its folder (the same run resumes; another is refused or set aside), warm up, record the settings."
     from caopd.runfolder import run_identity
+    t0 = time.time()  # the run's time counts the prompts' loading and the warm-up too (`caopd.pipeline.finish`)
     settings = settings or resolve_settings(args)
     settings = dataclasses.replace(settings, **process_record())  # where the process starts its work, not while resolving
     folder, main = RunFolder(settings.out), _main_process()
@@ -331,7 +332,7 @@ def prepare(args:RunArguments, # the run's parameters (`caopd.arguments.parse_ar
     if main and folder.read_settings(missing_ok=True) != settings.record(): folder.write_settings(settings.record())
     _log.info(f"train: {len(train_rows)} {settings.domain} prompts; test: {settings.n_eval_prompts} "
               f"{settings.eval_domain} prompts x {settings.eval_samples} samples; the run starts from {settings.start}")
-    return Run(args, settings, folder, settings.start, train_rows)
+    return Run(args, settings, folder, settings.start, train_rows, t0)
 
 def _train(run:RunArguments) -> RunFolder:
     t0 = time.time()

@@ -55,6 +55,9 @@ def test_run_folder(grid_runs):
     warm = json.loads((out/'warmup'/'warmup.json').read_text())
     assert warm['steps'] == 1 and warm['mask'] == 'value' and s['warmup']['steps'] == 1
     assert s['start'] == str(out/'warmup'/'checkpoint') and (out/'warmup'/'checkpoint'/'config.json').is_file()
+    # the run's time (metrics.json) counts from prepare's start: the claim of the folder (run.json), then the warm-up
+    span = (out/'metrics.md').stat().st_mtime - (out/'run.json').stat().st_mtime
+    assert json.loads((out/'metrics.json').read_text())['seconds'] >= span
     for when in ('before', 'after'):
         recs = read_jsonl(out/'eval'/when/'records.jsonl')
         assert len(recs) == 2 * 2 and {r['sample'] for r in recs} == {0, 1}
