@@ -299,6 +299,23 @@ def main_job_stages() -> str:
     return _output('main_job_stages', json_last=True)
 
 
+MAIN_JOB_AIM = 7 * 60  # seconds: the main job's aim on 2 quiet cores, the environment built before (issue 48)
+
+def main_job_time() -> str:
+    """The main job's time in its fresh clone against its aim, and that machine's speed against the committed laptop runs'
+    (`timings.txt` and `main_job_stages.txt`, both from one `timings.py --runs` clone), in a sentence."""
+    minutes = _benchmark('timings').minutes
+    timed = json.loads((BENCHMARKS/'timings.txt').read_text().splitlines()[-1])
+    speed = json.loads((BENCHMARKS/'main_job_stages.txt').read_text().splitlines()[-1])
+    mine, same = speed['warmup_tokens_per_second'], speed['committed_run_warmup_tokens_per_second']
+    where = 'within' if timed['main'] <= MAIN_JOB_AIM else 'above'
+    return textwrap.fill(f"In the fresh clone of {timed['commits'].get('main', timed['commit'])} the main job took "
+                         f"{minutes(timed['main'])}, {where} the {minutes(MAIN_JOB_AIM)} the project aims for; its "
+                         f"warm-up ran at {mine:.0f} tokens/s, {mine / same:.0%} of the speed of the committed run of the "
+                         f"same settings ({same:.0f} tokens/s).", 118) + '\n'
+
+
+
 def main_job_profile() -> str:
     "Where the README main job's compute went, by profile (`tests/benchmarks/profile_main_job.py`'s committed output, whole)."
     return _output('profile_main_job')
