@@ -302,8 +302,8 @@ def main_job_stages() -> str:
 MAIN_JOB_AIM = 7 * 60  # seconds: the main job's aim on 2 quiet cores, the environment built before (issue 48)
 
 def main_job_time() -> str:
-    """The main job's time in its fresh clone against its aim, and that machine's speed against the committed laptop runs'
-    (`timings.txt` and `main_job_stages.txt`, both from one `timings.py --runs` clone), in a sentence."""
+    """The main job's time in its fresh clone against its aim, and that machine's speed against the committed run of the same
+    settings (`timings.txt` and `main_job_stages.txt`, both from one `timings.py --runs` clone), in a sentence."""
     minutes = _benchmark('timings').minutes
     timed = json.loads((BENCHMARKS/'timings.txt').read_text().splitlines()[-1])
     speed = json.loads((BENCHMARKS/'main_job_stages.txt').read_text().splitlines()[-1])
@@ -313,7 +313,6 @@ def main_job_time() -> str:
                          f"{minutes(timed['main'])}, {where} the {minutes(MAIN_JOB_AIM)} the project aims for; its "
                          f"warm-up ran at {mine:.0f} tokens/s, {mine / same:.0%} of the speed of the committed run of the "
                          f"same settings ({same:.0f} tokens/s).", 118) + '\n'
-
 
 
 def main_job_profile() -> str:

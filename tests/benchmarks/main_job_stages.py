@@ -36,10 +36,11 @@ def main():
     got, warm = stages(folder), json.loads((folder/'warmup/warmup.json').read_text())
     notebook = Path(a.notebook) if a.notebook else folder.parent/'train.ipynb'
     if not notebook.is_file(): sys.exit(f"{notebook}: the executed notebook is not there; name it with --notebook")
-    total = json.loads(notebook.read_text())['metadata']['papermill']['duration']  # the kernel's time, every cell
+    total = json.loads(notebook.read_text()).get('metadata', {}).get('papermill', {}).get('duration')  # all its cells
+    if total is None: sys.exit(f"{notebook} holds no papermill duration: give the notebook papermill executed")
     rest = "the rest (imports, settings and prompts, the training process's start, metrics, figures)"
     got[rest] = total - sum(got.values())
-    print(f"{folder.name}: {total:.0f} s, the notebook's cells ({notebook.name}, papermill)")
+    print(f"{folder.name}: {total:.0f} s in its notebook's cells (papermill's record of {notebook.name})")
     for k, v in got.items(): print(f"  {k}: {v:.0f} s ({v / total:.0%})")
     pngs, figures = len(list((folder/'figures').glob('*.png'))), len(list((folder/'figures').glob('*.json')))
     print(f"figures: {figures}, " + (f"{pngs} of them as PNG too" if pngs else
