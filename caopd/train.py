@@ -302,8 +302,8 @@ class Run:
     settings: RunSettings  # `resolve_settings(args)`, with this process's environment, the prompts' digests and the warm-up's record
     folder: RunFolder
     start: str  # the model the method starts from: the warm-up's checkpoint, or the run's model
+    t0: float  # when `prepare` began: metrics.json's `seconds` counts from here
     train_rows: object = None  # the training prompts (`select_prompts`), loaded once in this process
-    t0: float = dataclasses.field(default_factory=time.time)  # when `prepare` began: metrics.json's `seconds` counts from here
     @property
     def label(self) -> str: return f"{self.settings.method} ({self.settings.model}, {self.settings.preset})"
 
@@ -332,7 +332,7 @@ def prepare(args:RunArguments, # the run's parameters (`caopd.arguments.parse_ar
     if main and folder.read_settings(missing_ok=True) != settings.record(): folder.write_settings(settings.record())
     _log.info(f"train: {len(train_rows)} {settings.domain} prompts; test: {settings.n_eval_prompts} "
               f"{settings.eval_domain} prompts x {settings.eval_samples} samples; the run starts from {settings.start}")
-    return Run(args, settings, folder, settings.start, train_rows, t0)
+    return Run(args, settings, folder, settings.start, t0, train_rows)
 
 def _train(run:RunArguments) -> RunFolder:
     t0 = time.time()

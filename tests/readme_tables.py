@@ -276,7 +276,7 @@ def timings() -> str:
     COMMANDS, minutes = bench.COMMANDS, bench.minutes
     if not (BENCHMARKS/'timings.txt').is_file():
         return 'Not measured yet: `.ci/env python tests/benchmarks/timings.py > tests/benchmarks/timings.txt`.\n'
-    got = json.loads((BENCHMARKS/'timings.txt').read_text().splitlines()[-1])
+    got = _last_json('timings')
     what = dict(main="the main job (one training run, end to end; the environment built before)",
                 quick="the quick loop: the tests not marked slow, every library notebook's lessons among them",
                 suite="the whole suite as CI runs it (`bash .ci/run`), with the environment build before it")
@@ -286,6 +286,11 @@ def timings() -> str:
     rows.insert(0, ['`.ci/env true`', 'the environment build alone (a new `.venv`)', minutes(got['environment']), got['commit']])
     return (_table(['command', 'what it runs', f"time (a fresh clone, {got['cores']} cores)", 'commit'], rows)
             + "\nMeasured by `tests/benchmarks/timings.py` (`tests/benchmarks/timings.txt`).\n")
+
+
+def _last_json(name:str) -> dict:
+    "The JSON last line of a benchmark's committed output `tests/benchmarks/<name>.txt`."
+    return json.loads((BENCHMARKS/f'{name}.txt').read_text().splitlines()[-1])
 
 
 def _output(name:str, json_last:bool=False) -> str:
@@ -305,8 +310,7 @@ def main_job_time() -> str:
     """The main job's time in its fresh clone against its aim, and that machine's speed against the committed run of the same
     settings (`timings.txt` and `main_job_stages.txt`, both from one `timings.py --runs` clone), in a sentence."""
     minutes = _benchmark('timings').minutes
-    timed = json.loads((BENCHMARKS/'timings.txt').read_text().splitlines()[-1])
-    speed = json.loads((BENCHMARKS/'main_job_stages.txt').read_text().splitlines()[-1])
+    timed, speed = _last_json('timings'), _last_json('main_job_stages')
     mine, same = speed['warmup_tokens_per_second'], speed['committed_run_warmup_tokens_per_second']
     where = 'within' if timed['main'] <= MAIN_JOB_AIM else 'above'
     return textwrap.fill(f"In the fresh clone of {timed['commits'].get('main', timed['commit'])} the main job took "
