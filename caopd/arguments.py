@@ -4,12 +4,12 @@
 
 # %% ../nbs/11a_arguments.ipynb #8df33fb4
 from __future__ import annotations
-import dataclasses, importlib.util, json, math, os
+import argparse, dataclasses, functools, importlib.util, json, math, os, sys, typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cli import (Refusal, boolean, check_fields, dataclass_parser, option, integer, json_object, named, nonempty, one_of,
-                       real, unknown_refusal)
+from .cli import (HelpFormatter, Refusal, boolean, check_fields, option, integer, json_object, named, none_or,
+                       nonempty, one_of, real, unknown_refusal)
 from .data import check_domain
 from .generation import BACKENDS
 from .methods import SAMPLING_SCHEMES, check_method, sampling_fields
@@ -18,9 +18,9 @@ from .memory import GPUS
 from .runfolder import RunFolder, is_run
 
 # %% auto #0
-__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'DTYPES', 'RUN_RULES', 'RECIPE_ENV', 'RunArguments',
-           'check_run', 'RunSettings', 'node_gpus', 'resolve_settings', 'prompt_limit', 'cli_args', 'recipe_path',
-           'parse_args']
+__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'DTYPES', 'RUN_RULES', 'RECIPE_ENV', 'RUN_FIELDS',
+           'RunArguments', 'check_run', 'RunSettings', 'node_gpus', 'resolve_settings', 'prompt_limit', 'cli_args',
+           'recipe_path', 'config_fields', 'run_parser', 'parse_args']
 
 # %% ../nbs/11a_arguments.ipynb #c006
 PRESETS = {
@@ -459,52 +459,100 @@ def _recipe(name:str) -> dict:
     os.environ.update(_recipe_env(spec.pop('env', None) or {}, path))  # TrlParser's `env` key, known variables only
     return spec
 
-def _config_overrides(run:RunArguments, # the parsed run arguments
-                      recipe:dict, # the recipe's keys that are not run arguments
-                      rest:list[str], # the command line's words that are not run arguments
-                      where:str, # the recipe's name, for the message
-                     ) -> dict:
-    "The fields of the method's TRL config given as recipe keys, flags or `trainer_overrides`; anything else is refused."
-    from transformers import HfArgumentParser
+RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunArguments))  # the run arguments, by name (the train notebook's run parameters)
+
+def config_fields(method:str) -> type:
+    "The fields of `method`'s TRL config that are not run arguments, as a dataclass of their own (`<Config>Fields`, its `trl_config` the config): what `run_parser` parses beside `RunArguments`."
+    import typing
     from caopd.baselines import method_spec
-    config_cls = method_spec(run.method).classes()[1]
-    known = [f.name for f in dataclasses.fields(config_cls)]
-    def refuse(words, at): return unknown_refusal(words, [f.name for f in dataclasses.fields(RunArguments)] + known,
-                                                  'caopd-train', at, f' nor a field of {config_cls.__name__} (method {run.method!r})')
-    class ConfigParser(HfArgumentParser):
-        def error(self, message): raise Refusal(f'{message} (a field of {config_cls.__name__})')
-    parser = ConfigParser(config_cls, allow_abbrev=False)
-    words = [w for k, v in recipe.items() for w in (f'--{k}', json.dumps(v) if isinstance(v, (dict, list)) else str(v))]
-    for ws, at in ((words, f' (in {where})'), (rest, '')):
-        unknown = parser.parse_known_args(ws)[1]
-        if unknown: raise refuse(unknown, at)
-    bad = [f'--{k}' for k in run.trainer_overrides or {} if k not in known]
-    if bad: raise refuse(bad, ' (in trainer_overrides)')
-    ns = parser.parse_known_args(words + rest)[0]
-    given = [w[2:].split('=')[0].replace('-', '_') for w in words + rest if w.startswith('--')]
-    given = [g[3:] if g.startswith('no_') and g not in known else g for g in given]  # --no_x sets x
-    return {k: getattr(ns, k) for k in dict.fromkeys(given)}
+    cls, ours = method_spec(method).classes()[1], RUN_FIELDS
+    hints = typing.get_type_hints(cls)
+    return dataclasses.make_dataclass(f'{cls.__name__}Fields', [
+        (f.name, hints[f.name], field(default=f.default, default_factory=f.default_factory, metadata=dict(f.metadata)))
+        for f in dataclasses.fields(cls) if f.init and f.name not in ours | {'output_dir'}],  # the run folder's trainer/
+        namespace=dict(trl_config=cls, _argument_group_name=f"fields of {cls.__name__}, the TRL config of method {method!r} "
+                       "(given, they go into trainer_overrides; the others keep TRL's defaults)"))
+
+@functools.cache
+def _run_parser_class() -> type:
+    "`run_parser`'s class, made on first use: caopd's modules load without TRL's parser (it loads transformers', not torch)."
+    from transformers.hf_argparser import HfArgumentParser, string_to_bool
+    from trl.scripts.utils import TrlParser
+
+    class RunParser(TrlParser):
+        "TRL's parser over `RunArguments` and TRL config fields, by caopd's flag rules (`caopd.cli.add_flag`'s)."
+        def __init__(self, config:type|None=None, **kwargs):
+            named = f"; the fields of {config.trl_config.__name__} follow" if config else (
+                ". Every field of the method's TRL config is a flag too, and a recipe's key (--beta, --num_iterations, "
+                "--max_prompt_length, ...): caopd-train --method METHOD --help lists them with TRL's defaults")
+            super().__init__([RunArguments, *([config] if config else [])], prog='caopd-train', allow_abbrev=False,
+                             formatter_class=HelpFormatter, add_help=False, description="Train one CaOPD (or baseline) run "
+                             f"into a run folder{named}.", **kwargs)
+            self.add_argument('-h', '--help', action='store_true', default=argparse.SUPPRESS, help="show this help (with --method, also the fields of "
+                              "its TRL config) and exit")
+            self.add_argument('--config', help="a YAML recipe of run arguments (and TRL config fields): a file, or the name "
+                              "of a shipped recipe, e.g. qwen3-8b-chemistry-caopd-sdft.yaml; flags given beside it win")
+            self.trl_config, self.trl_fields = (config.trl_config, [f.name for f in dataclasses.fields(config)]) if config else (None, [])
+            for a in self._actions:  # a TRL field is in the parsed namespace only where given, so that it is an override
+                if a.dest in self.trl_fields and a.default is not argparse.SUPPRESS:
+                    if a.const is not False: a.help = f"{a.help or ''} (TRL's default: {a.default!r})".replace('%', '%%')
+                    a.default = argparse.SUPPRESS
+
+        @staticmethod
+        def _parse_dataclass_field(parser, field):
+            optional = type(None) in typing.get_args(field.type)  # before transformers narrows it to the type alone
+            HfArgumentParser._parse_dataclass_field(parser, field)
+            action = parser._option_string_actions[f'--{field.name}']
+            if action.type is string_to_bool:  # `--x` alone means true and `--no_x` false, whatever the default
+                action.nargs, action.const = '?', True  # (transformers: only where the default is not None)
+                if f'--no_{field.name}' not in parser._option_string_actions:  # (transformers: where the default is True)
+                    parser.add_argument(f'--no_{field.name}', f"--no-{field.name.replace('_', '-')}", action='store_false',
+                                        dest=field.name, default=argparse.SUPPRESS, help=f'the same as --{field.name} false')
+            elif optional and action.type in (int, float, str): action.type = none_or(action.type)  # --K None: the preset's
+
+        def error(self, message): raise Refusal(f'{message} (see {self.prog} --help)')
+
+    return RunParser
+
+def run_parser(config:type|None=None, # `config_fields(method)`: the TRL config fields parsed beside the run arguments
+              ):
+    "caopd-train's one parser: TRL's `TrlParser` (transformers' `HfArgumentParser`) over `RunArguments`, and `config`'s fields where given."
+    return _run_parser_class()(config)
 
 def parse_args(argv:list[str]|None=None) -> RunArguments:
-    "`RunArguments` from the command line and an optional `--config` recipe (flags win); the rest become `trainer_overrides`."
-    parser = dataclass_parser(RunArguments, 'caopd-train', "Train one CaOPD (or baseline) run into a run folder. Other "
-                              "--field value pairs are fields of the method's TRL config (e.g. --teacher_update_rate 0.1).")
-    parser.add_argument('--config', help="a YAML recipe of run arguments (and TRL config fields): a file, or the name of "
-                        "a shipped recipe, e.g. qwen3-8b-chemistry-caopd-sdft.yaml; flags given beside it win")
-    ns, rest = parser.parse_known_args(argv)  # --help ends here, before any heavy import
+    """`RunArguments` from the command line and an optional `--config` recipe (the command line's words win), by one
+    parser (`run_parser`); the fields of the method's TRL config among them become `trainer_overrides`."""
+    from caopd.provenance import check_no_credentials
+    argv = list(sys.argv[1:] if argv is None else map(str, argv))
+    parser = run_parser()  # the run arguments first: the method, --help and a bad value answer before TRL's configs load
+    ns, rest = parser.parse_known_args(argv)
     recipe = _recipe(ns.config) if ns.config else {}
-    fields = {f.name for f in dataclasses.fields(RunArguments)}
-    if recipe:  # the recipe's run arguments become the defaults, read as if typed; the command line's words win
-        parser.set_defaults(**{k: v for k, v in recipe.items() if k in fields})
+    if recipe:  # TRL's way (TrlParser): the recipe's values are the defaults, read as if typed
+        parser.set_defaults_with_config(**recipe)
         ns, rest = parser.parse_known_args(argv)
+    if getattr(ns, 'help', False):
+        named = 'method' in recipe or any(w.split('=')[0] == '--method' for w in argv)
+        if named: parser = run_parser(config_fields(ns.method)); parser.set_defaults_with_config(**recipe)
+        parser.print_help()
+        raise SystemExit(0)
     if rest and not rest[0].startswith('-'): raise unknown_refusal(rest[:1], [], 'caopd-train')  # a stray value
-    run = RunArguments(**{k: v for k, v in vars(ns).items() if k != 'config'})  # RUN_RULES: refused here
-    extra = {k: v for k, v in recipe.items() if k not in fields}
-    from caopd.provenance import check_no_credentials  # a credential is refused as one before it is refused as unknown
-    if recipe: check_no_credentials(recipe, f'the recipe {ns.config}')  # where it is: the file, not the command line
+    run = RunArguments(**{k: getattr(ns, k) for k in RUN_FIELDS})  # RUN_RULES: refused here, before TRL's configs load
+    extra = {k: v for k, v in recipe.items() if k not in RUN_FIELDS}
+    # a credential is refused as one before it is refused as unknown, and named where it is: the file or the command line
+    if recipe: check_no_credentials(recipe, f'the recipe {ns.config}')
     words = [w for w in rest for w in w.split('=', 1)]
     given = {w[2:]: (words[i + 1] if i + 1 < len(words) else '') for i, w in enumerate(words) if w.startswith('--')}
     check_no_credentials({**vars(ns), **extra, **given, 'trainer_overrides': run.trainer_overrides}, 'the command line')
-    if extra or rest or run.trainer_overrides:
-        run.trainer_overrides = {**_config_overrides(run, extra, rest, ns.config), **(run.trainer_overrides or {})}
+    if not (extra or rest or run.trainer_overrides): return run  # no TRL field: its config is not loaded
+    parser = run_parser(config_fields(run.method))  # the same parser, with the method's TRL config fields beside
+    def refuse(words, at): return unknown_refusal(words, [*RUN_FIELDS, *parser.trl_fields], 'caopd-train', at,
+                                                  f' nor a field of {parser.trl_config.__name__} (method {run.method!r})')
+    unused = parser.set_defaults_with_config(**recipe)  # ['--key', 'value', ...]: recipe keys of neither
+    if unused: raise refuse(unused[::2], f' (in {ns.config})')
+    ns, rest = parser.parse_known_args(argv)
+    if rest: raise refuse(rest, '')
+    bad = [f'--{k}' for k in run.trainer_overrides or {} if k not in parser.trl_fields]
+    if bad: raise refuse(bad, ' (in trainer_overrides)')
+    trl = {k: getattr(ns, k) for k in parser.trl_fields if hasattr(ns, k)}  # the given ones: the rest stay TRL's
+    run.trainer_overrides = {**trl, **(run.trainer_overrides or {})}
     return run

@@ -9,8 +9,8 @@ from contextlib import contextmanager
 
 # %% auto #0
 __all__ = ['boolean', 'nonempty', 'BOOLEANS', 'Refusal', 'one_line', 'refusals', 'Rule', 'integer', 'real', 'one_of', 'named',
-           'check_value', 'check_fields', 'json_object', 'to_bool', 'unknown_refusal', 'Parser', 'add_flag', 'option',
-           'dataclass_parser', 'function_parser', 'command']
+           'check_value', 'check_fields', 'json_object', 'to_bool', 'unknown_refusal', 'HelpFormatter', 'Parser',
+           'none_or', 'add_flag', 'option', 'dataclass_parser', 'function_parser', 'command']
 
 # %% ../nbs/00a_cli.ipynb #c005
 class Refusal(ValueError):
@@ -134,7 +134,7 @@ def unknown_refusal(flags:list[str], # the unknown words, e.g. ['--learning_rat'
                    f"{prog}{also}{'; ' + hint if hint else ''} ({prog} --help lists them)")
 
 # %% ../nbs/00a_cli.ipynb #c013
-class _Defaults(argparse.ArgumentDefaultsHelpFormatter):
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     "Each option's default after its help, unless the help already says what the default is."
     def _get_help_string(self, action):
         return action.help if '(default:' in (action.help or '') else super()._get_help_string(action)
@@ -143,7 +143,7 @@ class Parser(argparse.ArgumentParser):
     "argparse with caopd's rules: no abbreviations, errors raised as `Refusal`, booleans that take a value only when one follows."
     def __init__(self, prog:str, description:str|None=None, **kwargs):
         super().__init__(prog=prog, description=description, allow_abbrev=False,
-                         formatter_class=_Defaults, **kwargs)
+                         formatter_class=HelpFormatter, **kwargs)
         self.booleans = set()  # option strings of boolean flags
 
     def error(self, message): raise Refusal(f'{message} (see {self.prog} --help)')
@@ -169,7 +169,7 @@ def _kind(annotation) -> tuple[type, bool]:
     kind = next((a for a in (bool, str, float, int) if a in args), str)  # dict|str: the JSON text
     return kind, optional
 
-def _none_or(kind):
+def none_or(kind):
     "A flag's converter where the word None means None (`--domain None`: the preset's)."
     def convert(text): return None if text == 'None' else kind(text)
     convert.__name__ = kind.__name__  # argparse names the type in its message: "invalid int value"
@@ -192,7 +192,7 @@ def add_flag(parser:Parser, # the command's parser
         parser.add_argument(*dict.fromkeys([f'--no_{name}', f'--no-{dashed}']), dest=name, action='store_false',
                             default=argparse.SUPPRESS, help=f'the same as --{name} false')
         parser.booleans.update(flags)
-    else: parser.add_argument(*flags, dest=name, type=_none_or(kind) if optional or default is None else kind,
+    else: parser.add_argument(*flags, dest=name, type=none_or(kind) if optional or default is None else kind,
                               default=default, metavar=kind.__name__.upper(), help=help)
 
 # %% ../nbs/00a_cli.ipynb #c015

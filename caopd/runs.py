@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses, itertools, json, os, shlex
 from pathlib import Path
 
-from .arguments import RunArguments, _recipe, parse_args, resolve_settings
+from .arguments import RUN_FIELDS, RunArguments, _recipe, parse_args, resolve_settings
 from .cli import Refusal, command, named
 from .data import shipped_file, shipped_path
 from .metrics import REPORT_KEYS
@@ -17,12 +17,12 @@ from .provenance import check_no_credentials
 from .runfolder import RunFolder, find_runs, is_run, load_run
 
 # %% auto #0
-__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'NODES', 'EXECUTORS', 'RUN_FIELDS', 'CLUSTER_KEYS', 'CPUS_PER_GPU', 'HOST_MARGIN',
-           'PROCESS_HOST_GIB', 'NO_LIMIT_MIN', 'JOBS_FILE', 'ACTIVE', 'runs_table', 'papermill_command', 'read_grid',
-           'plan_row', 'plan_text', 'recipe_runs', 'nodes_markdown', 'plans_markdown', 'check_grid', 'run_params',
-           'run_grid', 'time_minutes', 'cluster_options', 'job_resources', 'resources_text', 'jobs_markdown',
-           'stop_process_tree', 'GridJob', 'read_jobs', 'job_state', 'grid_status', 'status_markdown', 'submit_grid',
-           'grid_plans', 'nodes_report', 'main']
+__all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'NODES', 'EXECUTORS', 'CLUSTER_KEYS', 'CPUS_PER_GPU', 'HOST_MARGIN', 'PROCESS_HOST_GIB',
+           'NO_LIMIT_MIN', 'JOBS_FILE', 'ACTIVE', 'runs_table', 'papermill_command', 'read_grid', 'plan_row',
+           'plan_text', 'recipe_runs', 'nodes_markdown', 'plans_markdown', 'check_grid', 'run_params', 'run_grid',
+           'time_minutes', 'cluster_options', 'job_resources', 'resources_text', 'jobs_markdown', 'stop_process_tree',
+           'GridJob', 'read_jobs', 'job_state', 'grid_status', 'status_markdown', 'submit_grid', 'grid_plans',
+           'nodes_report', 'main']
 
 # %% ../nbs/12_runs.ipynb #c005
 RUN_METRICS = REPORT_KEYS  # every key of a calibration report (caopd.metrics): metrics, stated subset, intervals
@@ -222,8 +222,6 @@ def check_grid(grid, # a grid YAML file (see `read_grid`)
             try: RunArguments(**run_params(params))
             except Refusal as e: raise Refusal(f"{grid}: run {name!r}: {e}") from None
     return g, nb, known >= RUN_FIELDS
-
-RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunArguments))  # the train notebook's run parameters
 
 def run_params(params:dict) -> dict:
     "A train notebook run's `RunArguments` fields (not the notebook's own parameters, e.g. png)."
