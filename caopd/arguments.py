@@ -263,7 +263,7 @@ class RunSettings:
     save_model: bool = option("save the trained model in the run folder")
     out: str = option("the run folder")
     versions: list = option("torch, CUDA, vLLM, TRL and transformers against their supported ranges (caopd.machine)")
-    # filled by the stages of `caopd.train.prepare`, where a process starts its work
+    # filled by the stages of `caopd.stages.prepare`, where a process starts its work
     environment: dict | None = option("the packages and the checkout's commit (caopd.provenance.environment_record)", default=None)
     attention: dict | None = option("the attention backends in force (caopd.guards.guard_attention)", default=None)
     n_train_prompts: int | None = option("training prompts loaded", default=None)
@@ -307,7 +307,7 @@ def _world(run:RunArguments, preset:str, server_gpus:int=0) -> int:
     return int(env) if env is not None else want
 
 def resolve_settings(run:RunArguments) -> RunSettings:
-    "Everything `settings.json` records about `run`: the preset filled in, the protocol, the batch arithmetic (no side effect; `caopd.train.prepare` adds this process's environment)."
+    "Everything `settings.json` records about `run`: the preset filled in, the protocol, the batch arithmetic (no side effect; `caopd.stages.prepare` adds this process's environment)."
     import torch
     from caopd.data import check_domain
     from caopd.provenance import check_no_credentials
@@ -465,11 +465,11 @@ def config_fields(method:str) -> type:
     "The fields of `method`'s TRL config that are not run arguments, as a dataclass of their own (`<Config>Fields`, its `trl_config` the config): what `run_parser` parses beside `RunArguments`."
     import typing
     from caopd.baselines import method_spec
-    cls, ours = method_spec(method).classes()[1], RUN_FIELDS
-    hints = typing.get_type_hints(cls)
+    cls = method_spec(method).classes()[1]
+    hints, skip = typing.get_type_hints(cls), RUN_FIELDS | {'output_dir'}  # output_dir: the run folder's trainer/
     return dataclasses.make_dataclass(f'{cls.__name__}Fields', [
         (f.name, hints[f.name], field(default=f.default, default_factory=f.default_factory, metadata=dict(f.metadata)))
-        for f in dataclasses.fields(cls) if f.init and f.name not in ours | {'output_dir'}],  # the run folder's trainer/
+        for f in dataclasses.fields(cls) if f.init and f.name not in skip],
         namespace=dict(trl_config=cls, _argument_group_name=f"fields of {cls.__name__}, the TRL config of method {method!r} "
                        "(given, they go into trainer_overrides; the others keep TRL's defaults)"))
 
@@ -488,8 +488,8 @@ def _run_parser_class() -> type:
             super().__init__([RunArguments, *([config] if config else [])], prog='caopd-train', allow_abbrev=False,
                              formatter_class=HelpFormatter, add_help=False, description="Train one CaOPD (or baseline) run "
                              f"into a run folder{named}.", **kwargs)
-            self.add_argument('-h', '--help', action='store_true', default=argparse.SUPPRESS, help="show this help (with --method, also the fields of "
-                              "its TRL config) and exit")
+            self.add_argument('-h', '--help', action='store_true', default=argparse.SUPPRESS,
+                              help="show this help (with --method, also the fields of its TRL config) and exit")
             self.add_argument('--config', help="a YAML recipe of run arguments (and TRL config fields): a file, or the name "
                               "of a shipped recipe, e.g. qwen3-8b-chemistry-caopd-sdft.yaml; flags given beside it win")
             self.trl_config, self.trl_fields = (config.trl_config, [f.name for f in dataclasses.fields(config)]) if config else (None, [])

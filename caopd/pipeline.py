@@ -12,7 +12,7 @@ from .evaluation import EvalArguments
 from .cli import refusals
 from .io import read_json, read_jsonl, write_jsonl
 from .runfolder import RunFolder
-from .train import Run, prepare
+from .stages import Run, prepare
 
 _log = logging.getLogger('caopd.pipeline')  # the library's messages (caopd/__init__.py shows them)
 
@@ -35,7 +35,7 @@ def evaluation_args(settings:RunSettings, # the run's settings
                     out:str|Path, # the evaluation's folder (`RunFolder.eval(which)`)
                    ) -> EvalArguments:
     "The options of a run's evaluation (`caopd.evaluation.EvalArguments`): its test prompts, protocol, seed and readout."
-    from caopd.train import readout_decimals
+    from caopd.run_config import readout_decimals
     return EvalArguments(model=str(model), domain=settings.eval_domain, split='test', limit=settings.eval_limit or None,
                          n_samples=settings.eval_samples, temperature=settings.eval_temperature,
                          top_p=settings.eval_top_p, max_new_tokens=settings.eval_max_new_tokens,

@@ -7,7 +7,7 @@ import pytest
 from conftest import ROOT
 from trainer_helpers import chemistry_rows, sdft_trainer, tiny_model_dir
 
-# Each process of a two-process run (torchrun) runs the training stage's warm-up (`caopd.train.warmup_stage`, which calls
+# Each process of a two-process run (torchrun) runs the training stage's warm-up (`caopd.stages.warmup_stage`, which calls
 # `caopd.warmup.format_warmup`) and records every write of the warm-up's two files it makes: an opening for writing of
 # the file or of a temporary file of its name, and a rename onto it.
 WARMUP_RUN = '''
@@ -23,7 +23,7 @@ sys.addaudithook(audit)
 from caopd.data import fixtures_dir, load_domain
 from caopd.runfolder import RunFolder
 from caopd.arguments import RunArguments, resolve_settings
-from caopd.train import warmup_stage
+from caopd.stages import warmup_stage
 import dataclasses
 rows = load_domain('chemistry', 'all', data_dir=fixtures_dir()).select(range(4))
 settings = dataclasses.replace(resolve_settings(RunArguments(preset='cpu', out=out)), start=model, dtype='float32', format_warmup='value',

@@ -68,7 +68,8 @@ CASES = {  # name: (GPUs of the node, run arguments, the launcher, the GPUs the 
 def test_the_launched_process_trains_the_parents_plan(name, node, tmp_path):
     from caopd.arguments import RunArguments
     from caopd.launch import launch_command, server_command
-    from caopd.train import prepare, trainer_config
+    from caopd.stages import prepare
+    from caopd.run_config import trainer_config
     gpus, params, launcher, seen = CASES[name]
     node(gpus)
     run = RunArguments(**params, out=str(tmp_path/'run'))
@@ -93,7 +94,7 @@ def test_a_launched_process_checks_what_is_its_own(node, tmp_path):
     "A process launched with another world size, or seeing other GPUs than its record plans, is refused in one line."
     from caopd.arguments import RunArguments
     from caopd.launch import launch_command
-    from caopd.train import prepare
+    from caopd.stages import prepare
     node(4)
     run = RunArguments(**CASES['server-2'][1], out=str(tmp_path/'run'))
     prepared = prepare(run)
@@ -116,7 +117,7 @@ def test_a_killed_run_resumes_through_the_launch(node, tmp_path):
     reads that record and resumes from the last checkpoint."""
     from caopd.arguments import RunArguments
     from caopd.launch import launch_command
-    from caopd.train import prepare
+    from caopd.stages import prepare
     node(4)
     params = dict(model='Qwen3-8B', out=str(tmp_path/'run'))
     first = prepare(RunArguments(**params))

@@ -15,7 +15,8 @@ def test_first_step_mu_hat_is_the_evaluated_policys_accuracy(tmp_path):
     from caopd.models import chat_template_kwargs, load_model
     from caopd.runfolder import RunFolder
     from caopd.arguments import RunArguments, resolve_settings
-    from caopd.train import select_prompts, trainer_config, warmup_stage
+    from caopd.stages import select_prompts, warmup_stage
+    from caopd.run_config import trainer_config
     from caopd.verifiers import verify
 
     n_prompts, K = 16, 8

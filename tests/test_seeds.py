@@ -94,7 +94,7 @@ def test_the_gpu_grid_remakes_the_committed_gpu_runs():
     from caopd.runfolder import RunFolder, identity_diff, run_identity
     from caopd.runs import read_grid
     from caopd.arguments import RunArguments, resolve_settings
-    from caopd.train import process_record, select_prompts
+    from caopd.stages import process_record, select_prompts
     grid = read_grid(ROOT/'nbs'/'grids'/'gpu.yaml')
     assert grid['root'] == 'figures/runs/gpu'
     folders = sorted(p.name for p in (ROOT/grid['root']).iterdir() if p.is_dir())
@@ -102,7 +102,7 @@ def test_the_gpu_grid_remakes_the_committed_gpu_runs():
     fields = {f.name for f in dataclasses.fields(RunArguments)}
     for name, params in grid['runs']:
         settings = resolve_settings(RunArguments(**{k: v for k, v in params.items() if k in fields}, out=f'unused/{name}'))
-        settings = dataclasses.replace(settings, **process_record())  # the code's version, as caopd.train.prepare adds it
+        settings = dataclasses.replace(settings, **process_record())  # the code's version, as caopd.stages.prepare adds it
         settings = select_prompts(settings)[2]  # the prompts' digests
         diff = identity_diff(RunFolder(ROOT/grid['root']/name).read_identity(), run_identity(settings.record()))
         assert set(diff) <= {'caopd_commit'}, (name, diff)

@@ -44,7 +44,8 @@ def trainers(start:str, out:Path, seed:int):
     from caopd.baselines import build_trainer
     from caopd.runfolder import RunFolder
     from caopd.arguments import RunArguments, check_run, resolve_settings
-    from caopd.train import select_prompts, trainer_config
+    from caopd.stages import select_prompts
+    from caopd.run_config import trainer_config
     run = RunArguments(preset='cpu', domain='arithmetic', seed=seed, out=str(out / 'settings'))
     check_run(run)
     settings = resolve_settings(run)

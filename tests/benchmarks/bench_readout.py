@@ -25,7 +25,7 @@ from caopd.io import read_jsonl
 from caopd.models import chat_template_kwargs, load_model
 from caopd.pipeline import evaluation_args
 from caopd.runfolder import RunFolder
-from caopd.train import readout_decimals
+from caopd.run_config import readout_decimals
 
 p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
 p.add_argument('run', help="a finished run folder with warmup/checkpoint and eval/before (the README main job's)")

@@ -19,7 +19,7 @@ backbone's (target <= 1.05).
 states none gets one appended (about seven tokens). The un-warmed 135M model states none in its short rollouts, so an
 earlier version of this benchmark (chemistry prompts, 32-token rollouts) trained CaOPD on longer completions than its
 backbone and measured 1.11-1.22 for a difference of which CaOPD's own work was 0.02% of a step. It now starts where
-the README's main command starts: the embedded model after the `cpu` preset's format warm-up (`caopd.train.warmup_stage`:
+the README's main command starts: the embedded model after the `cpu` preset's format warm-up (`caopd.stages.warmup_stage`:
 8 SFT steps of 32 training prompts, the confidence value masked; made in a temporary folder unless `--start` names
 one), trained on that run's integer-addition training prompts with its rollout sampling (temperature 0.6, top-p
 0.95, top-k 50) and up to 64 completion tokens. Its rollouts already state a confidence, so the rewrite only changes
@@ -154,7 +154,7 @@ def warm_start(tmp:str, a) -> tuple:
     import contextlib
     from caopd.runfolder import RunFolder
     from caopd.arguments import RunArguments, resolve_settings
-    from caopd.train import select_prompts, warmup_stage
+    from caopd.stages import select_prompts, warmup_stage
     settings = resolve_settings(RunArguments(seed=0, out=f'{tmp}/run'))
     train_rows, warmup_rows, settings = select_prompts(settings)
     if a.start: return a.start, train_rows, f'warmed start {a.start} (given)'

@@ -45,7 +45,7 @@ def warm_start(out:Path, seed:int, start:str|None=None) -> tuple[str, dict, list
     "The README main job's warmed start (its settings, `warmup_stage`), made in `out` unless `start` is given; (checkpoint, settings, train rows, warm-up rows)."
     from caopd.runfolder import RunFolder
     from caopd.arguments import RunArguments, resolve_settings
-    from caopd.train import select_prompts, warmup_stage
+    from caopd.stages import select_prompts, warmup_stage
     settings = resolve_settings(RunArguments(seed=seed, out=str(out)))
     train_rows, warmup_rows, settings = select_prompts(settings)
     if start: return start, settings, list(train_rows), list(warmup_rows)
@@ -257,7 +257,7 @@ def main():
     a = ap.parse_args()
     from caopd.baselines import build_trainer
     from caopd.models import load_model
-    from caopd.train import trainer_config
+    from caopd.run_config import trainer_config
     from caopd.runfolder import RunFolder
     work = Path(a.work or tempfile.mkdtemp(prefix='graded-confidence-'))
     start, settings, train_rows, warmup_rows = warm_start(work, a.seed, a.start)
