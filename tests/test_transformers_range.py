@@ -75,9 +75,11 @@ def test_the_oldest_transformers_builds_a_caopd_run(old_transformers, tmp_path):
     switch goes to its old name, and is shown because it differs from TRL's default)."""
     res = _under(old_transformers, '--model', tiny_model_dir(tmp_path/'tiny'), '--preset', 'cpu', '--K', '2',
                  '--prompts_per_step', '1', '--max_completion_length', '8', '--gradient_checkpointing', 'false',
+                 '--teacher_update_rate', '0.25',  # a TRL field: the one parser (TrlParser) under that transformers
                  '--out', str(tmp_path/'run'), '--dry_run', 'true')
     assert res.returncode == 0, res.stderr[-3000:]
     assert f'transformers {oldest()}.' in res.stdout and 'CaOPDSDFTConfig' in res.stdout and 'gradient_checkpointing = False' in res.stdout
+    assert 'teacher_update_rate = 0.25' in res.stdout, res.stdout
 
 
 def test_the_oldest_transformers_plans_a_paper_run(old_transformers):
