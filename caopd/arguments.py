@@ -471,7 +471,13 @@ def config_fields(method:str) -> type:
         (f.name, hints[f.name], field(default=f.default, default_factory=f.default_factory, metadata=dict(f.metadata)))
         for f in dataclasses.fields(cls) if f.init and f.name not in skip],
         namespace=dict(trl_config=cls, _argument_group_name=f"fields of {cls.__name__}, the TRL config of method {method!r} "
-                       "(given, they go into trainer_overrides; the others keep TRL's defaults)"))
+                       "(given, they go into trainer_overrides; the others are what caopd.run_config.trainer_config sets, "
+                       "else TRL's default, shown)"))
+
+def _json_dict(text:str) -> dict:
+    "A dict flag's value, from its JSON text: `--model_init_kwargs '{\"dtype\": \"bfloat16\"}'`."
+    return json_object(text, 'a dict flag')
+_json_dict.__name__ = 'dict'  # argparse names the type in its message: "invalid dict value"
 
 @functools.cache
 def _run_parser_class() -> type:
@@ -509,6 +515,7 @@ def _run_parser_class() -> type:
                     parser.add_argument(f'--no_{field.name}', f"--no-{field.name.replace('_', '-')}", action='store_false',
                                         dest=field.name, default=argparse.SUPPRESS, help=f'the same as --{field.name} false')
             elif optional and action.type in (int, float, str): action.type = none_or(action.type)  # --K None: the preset's
+            elif dict in (action.type, typing.get_origin(action.type)): action.type = _json_dict  # (transformers: dict(text), which no text passes)
 
         def error(self, message): raise Refusal(f'{message} (see {self.prog} --help)')
 
@@ -519,15 +526,25 @@ def run_parser(config:type|None=None, # `config_fields(method)`: the TRL config 
     "caopd-train's one parser: TRL's `TrlParser` (transformers' `HfArgumentParser`) over `RunArguments`, and `config`'s fields where given."
     return _run_parser_class()(config)
 
+def _recipe_words(recipe:dict) -> list[str]:
+    "A recipe's TRL config fields as the words one would type (a list as its items, a dict as its JSON): the parser then checks their types and choices as it checks flags."
+    words = []
+    for k, v in recipe.items():
+        words += [f'--{k}', *(map(str, v) if isinstance(v, list) else [json.dumps(v) if isinstance(v, dict) else str(v)])]
+    return words
+
 def parse_args(argv:list[str]|None=None) -> RunArguments:
     """`RunArguments` from the command line and an optional `--config` recipe (the command line's words win), by one
-    parser (`run_parser`); the fields of the method's TRL config among them become `trainer_overrides`."""
+    parser (`run_parser`); the fields of the method's TRL config among them become `trainer_overrides` (a recipe's
+    keys below its `trainer_overrides`, the command line's flags above)."""
     from caopd.provenance import check_no_credentials
     argv = list(sys.argv[1:] if argv is None else map(str, argv))
     parser = run_parser()  # the run arguments first: the method, --help and a bad value answer before TRL's configs load
     ns, rest = parser.parse_known_args(argv)
     recipe = _recipe(ns.config) if ns.config else {}
-    if recipe:  # TRL's way (TrlParser): the recipe's values are the defaults, read as if typed
+    # a credential is refused as one before it is refused as unknown (or shown by --help), named where it is
+    if recipe: check_no_credentials(recipe, f'the recipe {ns.config}')
+    if recipe:  # TRL's way (TrlParser): the recipe's run arguments are the defaults, read as if typed
         parser.set_defaults_with_config(**recipe)
         ns, rest = parser.parse_known_args(argv)
     if getattr(ns, 'help', False):
@@ -538,21 +555,26 @@ def parse_args(argv:list[str]|None=None) -> RunArguments:
     if rest and not rest[0].startswith('-'): raise unknown_refusal(rest[:1], [], 'caopd-train')  # a stray value
     run = RunArguments(**{k: getattr(ns, k) for k in RUN_FIELDS})  # RUN_RULES: refused here, before TRL's configs load
     extra = {k: v for k, v in recipe.items() if k not in RUN_FIELDS}
-    # a credential is refused as one before it is refused as unknown, and named where it is: the file or the command line
-    if recipe: check_no_credentials(recipe, f'the recipe {ns.config}')
     words = [w for w in rest for w in w.split('=', 1)]
-    given = {w[2:]: (words[i + 1] if i + 1 < len(words) else '') for i, w in enumerate(words) if w.startswith('--')}
+    given = {w[2:].replace('-', '_'): (words[i + 1] if i + 1 < len(words) else '') for i, w in enumerate(words) if w.startswith('--')}
     check_no_credentials({**vars(ns), **extra, **given, 'trainer_overrides': run.trainer_overrides}, 'the command line')
     if not (extra or rest or run.trainer_overrides): return run  # no TRL field: its config is not loaded
+    if 'output_dir' in {*extra, *given, *(run.trainer_overrides or {})}:
+        raise Refusal("output_dir is the run folder's trainer/ (checkpoints go to <out>/trainer): choose the run folder "
+                      "with --out instead")
     parser = run_parser(config_fields(run.method))  # the same parser, with the method's TRL config fields beside
     def refuse(words, at): return unknown_refusal(words, [*RUN_FIELDS, *parser.trl_fields], 'caopd-train', at,
                                                   f' nor a field of {parser.trl_config.__name__} (method {run.method!r})')
-    unused = parser.set_defaults_with_config(**recipe)  # ['--key', 'value', ...]: recipe keys of neither
-    if unused: raise refuse(unused[::2], f' (in {ns.config})')
-    ns, rest = parser.parse_known_args(argv)
-    if rest: raise refuse(rest, '')
+    def trl_given(words, at):  # the TRL fields `words` give (only those: the others are not in the namespace)
+        try: ns, rest = parser.parse_known_args(words)
+        except Refusal as e: raise Refusal(f'{e}{at}') from None
+        if rest: raise refuse(rest, at)
+        return {k: getattr(ns, k) for k in parser.trl_fields if hasattr(ns, k)}
+    unknown = [f'--{k}' for k in extra if k not in parser.trl_fields]
+    if unknown: raise refuse(unknown, f' (in {ns.config})')
+    from_recipe = trl_given(_recipe_words(extra), f' (in {ns.config})')
+    from_line = trl_given(argv, '')
     bad = [f'--{k}' for k in run.trainer_overrides or {} if k not in parser.trl_fields]
     if bad: raise refuse(bad, ' (in trainer_overrides)')
-    trl = {k: getattr(ns, k) for k in parser.trl_fields if hasattr(ns, k)}  # the given ones: the rest stay TRL's
-    run.trainer_overrides = {**trl, **(run.trainer_overrides or {})}
+    run.trainer_overrides = {**from_recipe, **(run.trainer_overrides or {}), **from_line}
     return run

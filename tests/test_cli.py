@@ -163,7 +163,7 @@ def test_train_unknown_flag_and_recipe_key_are_refused_alike(tmp_path):
     assert not (tmp_path/'a').exists() and not (tmp_path/'b').exists()
 
 def test_train_recipe_env_sets_only_the_variables_caopd_knows(tmp_path, monkeypatch):
-    "A recipe's env: sets only caopd.train.RECIPE_ENV; any other variable is refused by name (exit 2, one line) and none is set."
+    "A recipe's env: sets only caopd.arguments.RECIPE_ENV; any other variable is refused by name (exit 2, one line) and none is set."
     from caopd.arguments import parse_args
     recipe = tmp_path/'r.yaml'
     recipe.write_text('method: caopd-sdft\nenv:\n  CAOPD_CACHE: /tmp/set-by-the-recipe\n  NCCL_BUFFSIZE: 1\n')

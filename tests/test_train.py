@@ -19,7 +19,7 @@ def test_evaluate_notebook_parameters_are_the_evaluation_options():
     assert {k: eval(params[k]['default']) for k in fields} == {**fields, **small}
 
 def test_notebook_parameters_are_the_run_arguments():
-    "nbs/train.ipynb's parameters cell and caopd.train.RunArguments name the same parameters with the same defaults."
+    "nbs/train.ipynb's parameters cell and caopd.arguments.RunArguments name the same parameters with the same defaults."
     import dataclasses, papermill as pm
     from caopd.arguments import RunArguments
     params = pm.inspect_notebook(str(ROOT/'nbs'/'train.ipynb'))
