@@ -4,12 +4,10 @@ runs resolve to today."""
 import dataclasses, json
 from pathlib import Path
 
-import pytest
-
 from conftest import ROOT
 
 def _train_runs() -> list:
-    "(name, RunArguments) of the README main job (the notebook's defaults) and of every run of the train notebook's grids."
+    "(name, RunArguments, run folder or None) of the README main job (the notebook's defaults) and of every run of the train notebook's grids."
     from caopd.arguments import RunArguments
     from caopd.runs import read_grid, run_params
     runs = [('README main job', RunArguments(), None)]
@@ -20,7 +18,7 @@ def _train_runs() -> list:
     return runs
 
 def test_every_run_reads_alike_from_its_command_line():
-    "cli_args (how caopd-train hands a run on) and parse_args (one TrlParser) give back each run's arguments, TRL fields among them."
+    "cli_args (a run as caopd-train's flags) and parse_args (one TrlParser) give back each run's arguments, its trainer_overrides (TRL fields) among them."
     from caopd.arguments import cli_args, parse_args
     runs = _train_runs()
     assert len(runs) > 40 and any(a.trainer_overrides for _, a, _ in runs)  # the grids' TRL fields are among them
