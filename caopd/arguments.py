@@ -8,8 +8,8 @@ import argparse, dataclasses, functools, importlib.util, json, math, os, sys, ty
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cli import (HelpFormatter, Refusal, boolean, check_fields, option, integer, json_object, named, none_or,
-                       nonempty, one_of, real, unknown_refusal)
+from .cli import (HelpFormatter, Refusal, add_negation, boolean, check_fields, option, integer, json_object,
+                       named, none_or, nonempty, one_of, real, unknown_refusal)
 from .data import check_domain
 from .generation import BACKENDS
 from .methods import SAMPLING_SCHEMES, check_method, sampling_fields
@@ -463,7 +463,6 @@ RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunArguments))  # the 
 
 def config_fields(method:str) -> type:
     "The fields of `method`'s TRL config that are not run arguments, as a dataclass of their own (`<Config>Fields`, its `trl_config` the config): what `run_parser` parses beside `RunArguments`."
-    import typing
     from caopd.baselines import method_spec
     cls = method_spec(method).classes()[1]
     hints, skip = typing.get_type_hints(cls), RUN_FIELDS | {'output_dir'}  # output_dir: the run folder's trainer/
@@ -487,13 +486,13 @@ def _run_parser_class() -> type:
 
     class RunParser(TrlParser):
         "TRL's parser over `RunArguments` and TRL config fields, by caopd's flag rules (`caopd.cli.add_flag`'s)."
-        def __init__(self, config:type|None=None, **kwargs):
+        def __init__(self, config:type|None=None):
             named = f"; the fields of {config.trl_config.__name__} follow" if config else (
                 ". Every field of the method's TRL config is a flag too, and a recipe's key (--beta, --num_iterations, "
                 "--max_prompt_length, ...): caopd-train --method METHOD --help lists them with TRL's defaults")
             super().__init__([RunArguments, *([config] if config else [])], prog='caopd-train', allow_abbrev=False,
                              formatter_class=HelpFormatter, add_help=False, description="Train one CaOPD (or baseline) run "
-                             f"into a run folder{named}.", **kwargs)
+                             f"into a run folder{named}.")
             self.add_argument('-h', '--help', action='store_true', default=argparse.SUPPRESS,
                               help="show this help (with --method, also the fields of its TRL config) and exit")
             self.add_argument('--config', help="a YAML recipe of run arguments (and TRL config fields): a file, or the name "
@@ -512,8 +511,7 @@ def _run_parser_class() -> type:
             if action.type is string_to_bool:  # `--x` alone means true and `--no_x` false, whatever the default
                 action.nargs, action.const = '?', True  # (transformers: only where the default is not None)
                 if f'--no_{field.name}' not in parser._option_string_actions:  # (transformers: where the default is True)
-                    parser.add_argument(f'--no_{field.name}', f"--no-{field.name.replace('_', '-')}", action='store_false',
-                                        dest=field.name, default=argparse.SUPPRESS, help=f'the same as --{field.name} false')
+                    add_negation(parser, field.name)
             elif optional and action.type in (int, float, str): action.type = none_or(action.type)  # --K None: the preset's
             elif dict in (action.type, typing.get_origin(action.type)): action.type = _json_dict  # (transformers: dict(text), which no text passes)
 
@@ -543,9 +541,9 @@ def parse_args(argv:list[str]|None=None) -> RunArguments:
     ns, rest = parser.parse_known_args(argv)
     recipe = _recipe(ns.config) if ns.config else {}
     # a credential is refused as one before it is refused as unknown (or shown by --help), named where it is
-    if recipe: check_no_credentials(recipe, f'the recipe {ns.config}')
-    if recipe:  # TRL's way (TrlParser): the recipe's run arguments are the defaults, read as if typed
-        parser.set_defaults_with_config(**recipe)
+    if recipe:
+        check_no_credentials(recipe, f'the recipe {ns.config}')
+        parser.set_defaults_with_config(**recipe)  # TRL's way (TrlParser): the recipe's run arguments are the defaults
         ns, rest = parser.parse_known_args(argv)
     if getattr(ns, 'help', False):
         named = 'method' in recipe or any(w.split('=')[0] == '--method' for w in argv)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 # %% auto #0
 __all__ = ['boolean', 'nonempty', 'BOOLEANS', 'Refusal', 'one_line', 'refusals', 'Rule', 'integer', 'real', 'one_of', 'named',
            'check_value', 'check_fields', 'json_object', 'to_bool', 'unknown_refusal', 'HelpFormatter', 'Parser',
-           'none_or', 'add_flag', 'option', 'dataclass_parser', 'function_parser', 'command']
+           'none_or', 'add_negation', 'add_flag', 'option', 'dataclass_parser', 'function_parser', 'command']
 
 # %% ../nbs/00a_cli.ipynb #c005
 class Refusal(ValueError):
@@ -175,6 +175,13 @@ def none_or(kind):
     convert.__name__ = kind.__name__  # argparse names the type in its message: "invalid int value"
     return convert
 
+def add_negation(parser, # an argparse parser (or argument group) that has `--name`
+                 name:str, # the boolean parameter
+                ):
+    "`--no_name` and `--no-name`, which set the boolean `name` false (absent from the namespace unless given)."
+    parser.add_argument(*dict.fromkeys([f'--no_{name}', f"--no-{name.replace('_', '-')}"]), dest=name, action='store_false',
+                        default=argparse.SUPPRESS, help=f'the same as --{name} false')
+
 def add_flag(parser:Parser, # the command's parser
              name:str, # the parameter (a Python name)
              annotation, # its resolved type annotation
@@ -189,8 +196,7 @@ def add_flag(parser:Parser, # the command's parser
     if kind is bool:
         parser.add_argument(*flags, dest=name, type=to_bool, nargs='?', const=True, default=default, metavar='BOOL',
                             help=help)
-        parser.add_argument(*dict.fromkeys([f'--no_{name}', f'--no-{dashed}']), dest=name, action='store_false',
-                            default=argparse.SUPPRESS, help=f'the same as --{name} false')
+        add_negation(parser, name)
         parser.booleans.update(flags)
     else: parser.add_argument(*flags, dest=name, type=none_or(kind) if optional or default is None else kind,
                               default=default, metavar=kind.__name__.upper(), help=help)
