@@ -4,7 +4,8 @@
 
 # %% auto #0
 __all__ = ['ESTIMATORS', 'CONFIDENCE_SAMPLINGS', 'ALLOCATIONS', 'CONFIDENCE_TARGETS', 'MU_HAT_FIELDS', 'ONLY_WITH',
-           'TRAINING_REDUCTIONS', 'CAOPD_RULES', 'CaOPDConfig', 'CaOPDSDFTConfig', 'CaOPDSDPOConfig', 'document_fields']
+           'CALIBRATION_TARGETS', 'READOUT_LOSSES', 'TRAINING_REDUCTIONS', 'CAOPD_RULES', 'CaOPDConfig',
+           'CaOPDSDFTConfig', 'CaOPDSDPOConfig', 'document_fields']
 
 # %% ../nbs/06_config.ipynb #c002
 import dataclasses, warnings
@@ -30,7 +31,12 @@ MU_HAT_FIELDS = ("num_confidence_rollouts", "confidence_sampling", "confidence_a
 ONLY_WITH = {"adaptive_max_halfwidth": ("confidence_allocation", "adaptive"),  # field: (switch, value) it is read under;
              "beta_prior_successes": ("confidence_estimator", "beta"),  # CaOPDConfig refuses a field set away from its
              "beta_prior_failures": ("confidence_estimator", "beta"),  # default while its switch is off
-             "shrinkage_window": ("confidence_estimator", "shrunken")}
+             "shrinkage_window": ("confidence_estimator", "shrunken"),
+             "target_blend": ("calibration_target", "blend")}
+CALIBRATION_TARGETS = ("mu_hat", "outcome", "blend")  # what the stated value is trained toward (`caopd.scoring.calibration_target`):
+# the paper's mu_hat(x), the distilled completion's own verified outcome (ours), or a blend of the two (ours)
+READOUT_LOSSES = ("off", "brier", "digits")  # a proper scoring rule on the stated value beside the divergence (ours;
+# `caopd.scoring.readout_loss`): none (the paper), the Brier score of the expected stated value, cross-entropy toward the digits
 TRAINING_REDUCTIONS = ("sequence_mean", "token_mean", "fixed_token_mean")  # how a trainer averages its loss
 # (the last: `caopd.loss`'s token_mean with a constant normaliser, rows x max_completion_length; nbs/07_trainer.ipynb)
 
@@ -52,6 +58,10 @@ CAOPD_RULES = {  # field: (rule, why), checked first by CaOPDConfig.__post_init_
     "distillation_topk": (integer(1), f"Table 6: {TABLE6.distillation_topk}"),
     "distillation_alpha": (real(0, 1), "1: reverse KL (Table 6), 0: forward KL, in between: the generalised JSD"),
     "calibration_weight": (real(0), "1: the paper's sum of the two parts; w > 1 weighs each confidence token w times"),
+    "calibration_target": (one_of(*CALIBRATION_TARGETS), "'mu_hat': the paper's target"),
+    "target_blend": (real(0, 1), "the weight of the completion's own outcome in a 'blend' target"),
+    "readout_loss": (one_of(*READOUT_LOSSES), "'off': the paper's loss, the divergence alone"),
+    "readout_weight": (real(0), "the weight of the readout term beside the divergence"),
     "distillation_is_clip": (real(0, lo_open=True), f"Table 6: {TABLE6.is_clip:g}; None: no clip"),
     "teacher_model_kind": (one_of("ema", "base", "live"), "Table 6: ema"),
     "teacher_update_rate": (real(0, 1, lo_open=True), f"the EMA rate alpha, Table 6: {TABLE6.teacher_update_rate}; 1 copies the student"),
@@ -97,6 +107,24 @@ class CaOPDConfig:
     calibration_weight: float = field(default=1.0, metadata={"help": (
         "Weight w of the calibration part of the loss: capability + w * calibration (ours; the paper adds the two "
         "sums, w = 1). Every reduction keeps its normaliser, so a confidence token weighs w times a reasoning one.")})
+    calibration_target: str = field(default="mu_hat", metadata={"help": (
+        "What the stated value is trained toward, written over the confidence in the distilled completion and in the "
+        "teacher's context: 'mu_hat' (the paper's: the question's success rate, the same for every answer to it), "
+        "'outcome' (ours: the verifier's outcome of this completion, 0 or 1; under a proper scoring rule it teaches "
+        "P(correct | question, this answer)) or 'blend' (ours: target_blend * outcome + (1 - target_blend) * mu_hat). "
+        "nbs/06c_scoring.ipynb says why binary targets saturate under the reverse KL alone (the paper's target "
+        "quantization) and not under readout_loss.")})
+    target_blend: float = field(default=0.5, metadata={"help": (
+        "calibration_target='blend': lambda, the weight of the completion's own outcome (0: mu_hat, 1: the outcome).")})
+    readout_loss: str = field(default="off", metadata={"help": (
+        "A proper scoring rule on the stated value, at the confidence positions beside the divergence (ours; "
+        "`caopd.scoring.readout_loss`): 'off' (the paper), 'brier' (the Brier score of the expected stated value, "
+        "read from the student's distribution along the written value, against the target) or 'digits' "
+        "(cross-entropy toward the target's written digits). calibration_weight keeps, weighs down (or, at 0, "
+        "switches off) the divergence at those positions.")})
+    readout_weight: float = field(default=1.0, metadata={"help": (
+        "readout_loss: its weight beside the divergence (each averaged as the trainer's reduction does; the readout "
+        "term is a mean over the rows with a value).")})
     num_confidence_rollouts: int | None = field(default=None, metadata={"help": (
         f"K rollouts per prompt behind mu_hat (Table 6: {TABLE6.K}). confidence_sampling='separate': K rollouts drawn apart "
         "from the distilled ones, in one generation call, and scored only. 'reuse': None is the num_generations "
@@ -196,6 +224,14 @@ class CaOPDConfig:
             if self.confidence_estimator == "shrunken":
                 raise Refusal("confidence_estimator='shrunken' fits its prior on equal rollout counts, which "
                               "confidence_allocation='adaptive' does not give: use 'frequency' or 'beta' with it.")
+        if not self.calibrate:
+            for name, paper in (("calibration_target", "mu_hat"), ("readout_loss", "off")):
+                if getattr(self, name) != paper:
+                    raise Refusal(f"{name}={getattr(self, name)!r} changes what CaOPD writes over the stated confidence, "
+                                  f"but calibrate=False writes nothing: set calibrate=True, or {name}={paper!r}.")
+        if self.readout_loss == "off" and self.readout_weight != 1.0:
+            raise Refusal(f"readout_weight={self.readout_weight!r} is used only with a readout_loss ('brier' or "
+                          "'digits'), got readout_loss='off': set one, or leave readout_weight at its default (1.0).")
         if self.distillation_mode == "topk_logits" and not (self.distillation_topk or 0) >= 1:
             raise Refusal("distillation_mode='topk_logits' needs distillation_topk >= 1 (Table 6: "
                           f"{TABLE6.distillation_topk}).")
@@ -228,6 +264,10 @@ class CaOPDSDFTConfig(CaOPDConfig, SDFTConfig):
         super().__post_init__()
         if self.confidence_target not in CONFIDENCE_TARGETS:
             raise Refusal(f"confidence_target={self.confidence_target!r} is not one of {CONFIDENCE_TARGETS}.")
+        if self.confidence_target == "ta-sc" and self.calibration_target != "mu_hat":
+            raise Refusal(f"calibration_target={self.calibration_target!r} writes the verifier's outcome against the gold "
+                          "answer, but confidence_target='ta-sc' is for rows without one: use calibration_target='mu_hat' "
+                          "with it.")
         if self.calibrate and self.generate_from_teacher:
             raise Refusal("generate_from_teacher=True samples rollouts from the teacher prompt, but mu_hat must be the "
                           "student's success rate: set generate_from_teacher=False (or calibrate=False).")

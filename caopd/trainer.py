@@ -28,6 +28,7 @@ from . import config as caopd_config  # the configs live there (nbs/06_config.ip
 from .confidence import confidence_decimals, format_confidence, parse_confidence, rewrite_completion_ids, rewrite_confidence
 from .estimators import empirical_confidence, needs_more_rollouts, spread_requests, target_denominator
 from .loss import caopd_loss
+from .scoring import ValueTokens, calibration_target, readout_loss, target_denominator_of
 from .sharding import broadcast_teacher_from_rank0, is_sharded, load_ema_teacher, save_ema_teacher
 
 # %% ../nbs/07_trainer.ipynb #c012
@@ -78,7 +79,16 @@ class CaOPDMixin:
         a = self.args
         ks = [target_denominator(n, a.confidence_estimator, a.confidence_prior, a.confidence_decimals,
                                  self._leave_one_out()) for n in self._rollout_counts()]
-        return None if None in ks else max(ks, key=confidence_decimals)
+        k = None if None in ks else max(ks, key=confidence_decimals)
+        return target_denominator_of(k, a.calibration_target, a.target_blend)  # of what is written: mu_hat, outcome, blend
+
+    def _targets(self, mu_all: torch.Tensor, outcomes: torch.Tensor) -> tuple:
+        "(local rows', all rows') values written over the stated confidence (`caopd.scoring.calibration_target`)."
+        a = self.args
+        every = calibration_target(mu_all, outcomes, a.calibration_target, a.target_blend)
+        B = len(every) // self.accelerator.num_processes
+        start = self.accelerator.process_index * B
+        return every[start:start + B], every
 
 # %% ../nbs/07_trainer.ipynb #c014
 EMA_TEACHER_FILE = "caopd_ema_teacher.safetensors"
@@ -342,9 +352,11 @@ def trained_steps(
 
 @patch
 def _log_rollout_metrics(self: CaOPDMixin, mode: str, texts: list[str], mu_all: torch.Tensor, all_success: torch.Tensor,
-                         ids: list | None, drawn: tuple):
+                         ids: list | None, drawn: tuple, written: torch.Tensor | None = None):
     """Log mean mu_hat, rollout accuracy, rollouts per prompt, and the rollouts' mean verbalized confidence and format
-    adherence; keep the rollouts. `drawn`: (successes, rollouts) behind each prompt's mu_hat (`_empirical_confidence`)."""
+    adherence; keep the rollouts. `drawn`: (successes, rollouts) behind each prompt's mu_hat (`_empirical_confidence`);
+    `written`: the value written over each row's confidence (`_targets`; default mu_hat)."""
+    written = mu_all if written is None else written
     device, stated = mu_all.device, [parse_confidence(t) for t in texts]
     conf = torch.tensor([math.nan if v is None else v for v in stated], device=device)
     conf = self.accelerator.gather(conf)  # every process gets the same values, so the same keys are appended
@@ -356,6 +368,7 @@ def _log_rollout_metrics(self: CaOPDMixin, mode: str, texts: list[str], mu_all: 
     G = self._group_size()
     m["caopd/rollouts_per_prompt"].append(drawn[1].float().mean().item())
     if parsed.any(): m["caopd/verbalized_confidence"].append(conf[parsed].mean().item())
+    if self.args.calibration_target != "mu_hat": m["caopd/calibration_target"].append(written.float().mean().item())
     if mode == "train":  # every distilled rollout, with its prompt, outcome, stated confidence and target
         targets = self.__dict__.setdefault("confidence_targets", [])
         a = self.args
@@ -364,9 +377,10 @@ def _log_rollout_metrics(self: CaOPDMixin, mode: str, texts: list[str], mu_all: 
         local = list(zip(ids if ids is not None else [None] * len(texts), texts, stated, steps, strict=True))
         every = gather_object(local) if self.accelerator.num_processes > 1 else local  # rows in global order
         per_row = [t.repeat_interleave(G).tolist() for t in drawn]  # the counts of each row's prompt
-        targets.extend(dict(step=step, id=i, completion=t, reward=r, confidence=c, mu_hat=v, successes=int(s), rollouts=int(n))
-                       for (i, t, c, step), r, v, s, n in zip(every, all_success.float().tolist(), mu_all.tolist(),
-                                                               *per_row, strict=True))
+        targets.extend(dict(step=step, id=i, completion=t, reward=r, confidence=c, mu_hat=v, target=w, successes=int(s),
+                            rollouts=int(n))
+                       for (i, t, c, step), r, v, w, s, n in zip(every, all_success.float().tolist(), mu_all.tolist(),
+                                                                  written.tolist(), *per_row, strict=True))
 
 # %% ../nbs/07_trainer.ipynb #c035
 def _stack(rows: list[list[int]], value: int, device) -> torch.Tensor:
@@ -375,16 +389,17 @@ def _stack(rows: list[list[int]], value: int, device) -> torch.Tensor:
 
 
 @patch
-def _revise_completions(self: CaOPDMixin, batch: dict, mu_local: torch.Tensor | None):
-    "Target replacement in the completions of `batch` (in place): the confidence value becomes mu_hat."
+def _revise_completions(self: CaOPDMixin, batch: dict, mu_local: torch.Tensor | None, target: torch.Tensor | None = None):
+    "Target replacement in the completions of `batch` (in place): the confidence value becomes the target (default mu_hat)."
     cm = batch["completion_mask"]
-    if mu_local is not None: batch["mu_hat"] = mu_local.float()
+    target = mu_local if target is None else target
+    if mu_local is not None: batch["mu_hat"], batch["calibration_target"] = mu_local.float(), target.float()
     if not self.args.calibrate:  # the backbone: every completion position is sampled reasoning
         batch.update(reasoning_mask=cm.clone(), confidence_mask=torch.zeros_like(cm), sampled_mask=cm.clone())
         return
     device, k = cm.device, self._confidence_k()
     rows = [rewrite_completion_ids(ids, self._tokenizer, float(m), k)
-            for ids, m in zip(self._get_completion_ids_list(batch), mu_local.tolist())]
+            for ids, m in zip(self._get_completion_ids_list(batch), target.tolist())]
     keep = (cm.sum(1) > 0).long().unsqueeze(1)  # rows the backbone masked out entirely (truncation) stay out
     batch["completion_ids"] = _stack([r.ids for r in rows], self._tokenizer.pad_token_id, device)
     batch["completion_mask"] = _stack([[1] * len(r.ids) for r in rows], 0, device) * keep
@@ -433,7 +448,7 @@ def _prepare_training_batch(self: CaOPDSDFTTrainer, inputs):
     self._record_completion_metrics(mode, batch)
     prompts = [row["prompt"] for row in inputs]
     contexts = [row.get("privileged_context") for row in inputs]
-    mu_local = None
+    mu_local = target = None
     if self.reward_funcs:
         ids_list = self._get_completion_ids_list(batch)
         refs = self._reference_answers(prompts, contexts) if self.args.confidence_target == "ta-sc" else None
@@ -448,13 +463,14 @@ def _prepare_training_batch(self: CaOPDSDFTTrainer, inputs):
             else:  # rows without a gold answer (what TA-SC is for): no accuracy
                 right = torch.full((len(inputs),), math.nan, device=self.accelerator.device)
             all_success = self.accelerator.gather(right)
+        target, targets = self._targets(mu_all, all_success)  # (ta-sc is refused with any target but mu_hat)
         texts = self.processing_class.batch_decode(ids_list, skip_special_tokens=True)
-        self._log_rollout_metrics(mode, texts, mu_all, all_success, [row.get("id") for row in inputs], drawn)
-    self._revise_completions(batch, mu_local)
+        self._log_rollout_metrics(mode, texts, mu_all, all_success, [row.get("id") for row in inputs], drawn, targets)
+    self._revise_completions(batch, mu_local, target)
     if self.args.calibrate:
         builder, k = self.teacher_context_builder, self._confidence_k()
         contexts = [rewrite_confidence(builder._stringify_privileged_context(z), float(m), k)
-                    for z, m in zip(contexts, mu_local.tolist())]
+                    for z, m in zip(contexts, target.tolist())]
     batch.update(self.teacher_context_builder.build(prompts, contexts, batch["completion_ids"],
                                                     batch["completion_mask"]))
     self._dispatch_self_distillation_callback(
@@ -537,7 +553,8 @@ def _score_agreement(self: CaOPDSDFTTrainer, inputs, prompts, ids_list, referenc
 # %% ../nbs/07_trainer.ipynb #c057
 @patch
 def _compute_self_distillation_loss(self: CaOPDMixin, model, inputs, distillation_logits):
-    "CaOPD loss (`caopd.loss.caopd_loss`): the backbone's per-token divergence on the revised completion, split."
+    """CaOPD loss (`caopd.loss.caopd_loss`): the backbone's per-token divergence on the revised completion, split; with a
+    `readout_loss` (ours), plus `readout_weight` times a proper scoring rule on the stated value (`caopd.scoring.readout_loss`)."""
     dl, args = distillation_logits, self.args
     mode = "train" if model.training else "eval"
     m_a = inputs["reasoning_mask"] * dl.loss_mask  # capability: the backbone's own masking
@@ -551,12 +568,21 @@ def _compute_self_distillation_loss(self: CaOPDMixin, model, inputs, distillatio
                      num_tokens=None if n is None else n[0], calibration_weight=args.calibration_weight)
     merged = (m_a + m_c).to(out.per_token.dtype)
     token_mean = out.per_token.sum() / merged.sum().clamp(min=1.0)  # what TRL logs as distillation_loss
-    stats = self.accelerator.gather(
-        torch.stack([token_mean, out.capability_loss, out.calibration_loss]).detach()[None]).mean(0)
+    parts, loss = [token_mean, out.capability_loss, out.calibration_loss], out.loss
+    if args.readout_loss != "off":  # the student's logits at temperature 1: the readout the evaluation reads
+        read = readout_loss(dl.student_logits * self.temperature, dl.completion_ids, m_c, inputs["calibration_target"],
+                            ValueTokens.of(self._tokenizer), args.readout_loss)
+        loss = loss + args.readout_weight * read.loss
+        parts += [read.loss, torch.nanmean(read.readout)]
+    stats = self.accelerator.gather(torch.stack(parts).detach().float()[None])
+    stats = torch.cat([stats[:, :4].mean(0), stats[:, 4:].nanmean(0)])  # a process with no value row reads NaN
     self._log_self_distillation_metric(mode, stats[0].item())
     self._metrics[mode]["caopd/capability_loss"].append(stats[1].item())
     self._metrics[mode]["caopd/calibration_loss"].append(stats[2].item())
-    return out.loss
+    if args.readout_loss != "off":
+        self._metrics[mode]["caopd/readout_loss"].append(stats[3].item())
+        self._metrics[mode]["caopd/training_readout"].append(stats[4].item())
+    return loss
 
 # %% ../nbs/07_trainer.ipynb #c063
 @patch
@@ -567,8 +593,9 @@ def build(self: CaOPDTeacherContextBuilder, output, prompts, rewards, feedbacks=
     first = (rewards >= args.success_reward_threshold).float()  # SDPO's own criterion for a successful sibling
     extra = t._draw_more_rollouts(t._rollout_rows, prompts, first) if t._draws_more() else None
     mu_local, mu_all, all_success, drawn = t._empirical_confidence(first, extra)
+    target, targets = t._targets(mu_all, all_success)  # what row i's completion and teacher context carry
     texts = t.processing_class.batch_decode(t._get_completion_ids_list(output), skip_special_tokens=True)
-    t._log_rollout_metrics(mode, texts, mu_all, all_success, getattr(t, "_rollout_ids", None), drawn)
+    t._log_rollout_metrics(mode, texts, mu_all, all_success, getattr(t, "_rollout_ids", None), drawn, targets)
     if not args.calibrate:
         teacher = super(CaOPDTeacherContextBuilder, self).build(output, prompts, rewards, feedbacks)
         t._revise_completions(output, mu_local)  # only adds the masks and mu_hat
@@ -595,7 +622,7 @@ def build(self: CaOPDTeacherContextBuilder, output, prompts, rewards, feedbacks=
     sd_mask = torch.tensor([float(d is not None or f) for d, f in zip(demo, use_feedback)], device=rewards.device)
     messages = []
     for i in range(start, start + B):
-        mu = float(mu_all[i])
+        mu = float(targets[i])
         if demo[i] is not None:
             text = all_texts[demo[i]]
             if args.remove_thinking_from_demonstration:
@@ -610,7 +637,7 @@ def build(self: CaOPDTeacherContextBuilder, output, prompts, rewards, feedbacks=
             text = self._build_reprompt_text(_extract_last_user_text(p), solution, feedback)
             messages.append(p[:-1] + [{"role": "user", "content": text}])
         else: messages.append(self._build_reprompt_text(p, solution, feedback))
-    t._revise_completions(output, mu_local)
+    t._revise_completions(output, mu_local, target)
     tp = self._tokenize_teacher_messages(messages)
     n = max(N, 1)
     self.last_metrics = {
