@@ -4,12 +4,13 @@
 
 # %% auto #0
 __all__ = ['SELECTIVE_METRICS', 'METRICS', 'SUBSET_METRICS', 'STATED_METRICS', 'INTERVAL_METRICS', 'INTERVAL_KEYS', 'POINT_KEYS',
-           'REPORT_KEYS', 'METRIC_NAMES', 'bin_index', 'expected_calibration_error', 'brier_score',
+           'REPORT_KEYS', 'METRIC_NAMES', 'SKILL_METRICS', 'bin_index', 'expected_calibration_error', 'brier_score',
            'overconfidence_gap', 'strict_pairwise_ranking', 'auroc', 'risk_coverage', 'aurc', 'calibration_report',
-           'bootstrap_weights', 'bootstrap_intervals', 'interval_text', 'reliability_bins', 'confidence_counts']
+           'bootstrap_weights', 'bootstrap_intervals', 'interval_text', 'skill_report', 'reliability_bins',
+           'confidence_counts']
 
 # %% ../nbs/03_metrics.ipynb #c002
-import math
+import math, warnings
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -432,6 +433,86 @@ def interval_text(lo, # lower end of an interval (None or NaN when missing)
     "`'[lo, hi]'` to `decimals` places, or '' when either end is missing or not a finite number."
     ok = all(isinstance(x, (int, float, np.number)) and not isinstance(x, bool) and math.isfinite(x) for x in (lo, hi))
     return f'[{lo:.{decimals}f}, {hi:.{decimals}f}]' if ok else ''
+
+# %% ../nbs/03_metrics.ipynb #sk02
+def _weighted_ece(w:np.ndarray, # (B, n) weights, one row per resample
+                  c:np.ndarray, # (n,) confidences, missing ones filled
+                  y:np.ndarray, # (n,) bool correctness
+                  n_bins:int, # number of equal-width bins
+                 ) -> np.ndarray:
+    "ECE of each weighted copy of the responses: (B,), NaN where a copy weighs nothing."
+    gap = np.zeros((len(c), n_bins))
+    gap[np.arange(len(c)), _bin_index(c, n_bins)] = y.astype(np.float64) - c
+    with np.errstate(invalid='ignore', divide='ignore'): return np.abs(w @ gap).sum(1) / w.sum(1)
+
+def _skills(w:np.ndarray, # (B, n) weights
+            c:np.ndarray, y:np.ndarray, # checked confidences (missing filled) and correctness
+            runs:np.ndarray, # (n,) the run of each response (0 for all without clusters): its constant's accuracy
+            levels:np.ndarray|None, # (n,) level of each response, 0..L-1, or None
+            folds:np.ndarray|None, # (n,) fold of each response, 0..F-1, or None
+            n_bins:int, ranked:tuple) -> dict:
+    "Brier skill, mean AUROC within a level and ECE per fold of each weighted copy: arrays (B,)."
+    yf = y.astype(np.float64)
+    out = {}
+    with np.errstate(invalid='ignore', divide='ignore'):
+        tot = w.sum(1)
+        brier = w @ (c - yf) ** 2 / tot
+        base = np.zeros(len(w))
+        for r in np.unique(runs):  # the Brier score of a constant at each run's accuracy, weighted by its answers
+            m = runs == r
+            n_r = w[:, m].sum(1)
+            acc = w[:, m] @ yf[m] / n_r
+            base += np.where(n_r > 0, n_r * acc * (1 - acc), 0.0)
+        out['brier_skill'] = 1 - brier / (base / tot)
+        if levels is not None:  # a level without both classes in a copy gives NaN and is left out of its mean
+            per = np.stack([_ranked_metrics(w * (levels == l), c, y, ranked)['auroc'] for l in np.unique(levels)])
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore', RuntimeWarning)  # a copy with no such level: NaN, said so by the NaN
+                out['level_auroc'] = np.nanmean(per, 0)
+        if folds is not None:
+            parts = [w * (folds == f) for f in np.unique(folds)]
+            ece, size = np.stack([_weighted_ece(wf, c, y, n_bins) for wf in parts]), np.stack([wf.sum(1) for wf in parts])
+            out['fold_ece'] = np.nansum(ece * size, 0) / size.sum(0)
+    return out
+
+def _per_response(v, n:int, name:str) -> np.ndarray|None:
+    "Integer codes 0..K-1 of a sequence of one value per response (`levels`, `folds`, `clusters`), or None."
+    if v is None: return None
+    if isinstance(v, (str, bytes)) or len(v) != n:
+        raise ValueError(f"{name} has {len(v)} values for {n} responses; pass one per response")
+    return _group_index(v, n)
+
+SKILL_METRICS = ('brier_skill', 'level_auroc', 'fold_ece')  # `skill_report`'s values, each with `_lo`, `_hi`
+
+def skill_report(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing
+                 correct:Sequence, # bools or 0/1, one per response
+                 levels:Sequence|None=None, # a level of each response (e.g. its question's difficulty): AUROC within each
+                 folds:Sequence|None=None, # the cross-fitting fold of each response: ECE per fold, averaged
+                 groups:Sequence|None=None, # the prompt id of each response: intervals resample prompts
+                 n_boot:int=1000, # bootstrap resamples (0: no intervals)
+                 level:float=0.95, # coverage of the percentile intervals
+                 seed:int=0, # seed of the bootstrap
+                 clusters:Sequence|None=None, # the run (seed) of each response: intervals over runs and prompts, a constant per run
+                 n_bins:int=10, # number of equal-width bins for ECE
+                 missing:float|str='worst', # 'worst' (1 - correct) or the number that stands for a missing confidence
+                ) -> dict:
+    "Brier skill against a constant, mean AUROC within a level, and ECE per fold, with bootstrap intervals (NaN where not asked)."
+    c, y, _ = _prepare(confidence, correct, missing)
+    n, ranked = len(c), _tie_blocks(c)
+    runs = np.zeros(n, np.int64) if clusters is None else _per_response(clusters, n, 'clusters')
+    lv, fd = _per_response(levels, n, 'levels'), _per_response(folds, n, 'folds')
+    point = {k: float(v[0]) for k, v in _skills(np.ones((1, n)), c, y, runs, lv, fd, _check_bins(n_bins), ranked).items()}
+    out = {}
+    for k in SKILL_METRICS: out[k], out[f'{k}_lo'], out[f'{k}_hi'] = point.get(k, math.nan), math.nan, math.nan
+    if n_boot and n:
+        g, of_group = _cluster_index(groups, clusters, n)
+        reps = [_skills(w, c, y, runs, lv, fd, n_bins, ranked) for w in bootstrap_weights(g, n_boot, seed, of_group)]
+        q = 100 * np.array([(1 - level) / 2, (1 + level) / 2])
+        for k in point:
+            v = np.concatenate([r[k] for r in reps])
+            finite = np.isfinite(v)
+            if finite.mean() >= level: out[f'{k}_lo'], out[f'{k}_hi'] = (float(x) for x in np.percentile(v[finite], q))
+    return out
 
 # %% ../nbs/03_metrics.ipynb #c043
 def reliability_bins(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing

@@ -14,13 +14,14 @@ from .data import load_domain
 from .evaluation import (AGREEMENT_FILE, EvalArguments, _agreement_samples, _read_likelihood, prompts_sha256,
                               records_report, write_report)
 from .io import atomic_write, markdown_table, read_json, read_jsonl, write_json, write_jsonl
-from .metrics import auroc
-from .paradigms import PARADIGMS, add_agreement, metric_text, paradigm_report
+from .metrics import auroc, expected_calibration_error, skill_report
+from .paradigms import PARADIGMS, add_agreement, metric_text, paradigm_report, paradigm_scores
 from .seeds import seed_records, seed_runs
 
 # %% auto #0
-__all__ = ['score_paradigms', 'same_answers', 'score_main', 'paradigm_costs', 'paradigm_table', 'paradigm_markdown_table',
-           'paradigm_figure', 'main']
+__all__ = ['SEED_VALUES', 'SEED_SCORE_METRICS', 'ANSWER_TARGETS', 'score_paradigms', 'same_answers', 'score_main',
+           'paradigm_costs', 'paradigm_table', 'level_spread', 'seed_scores', 'answer_level_targets',
+           'paradigm_markdown_table', 'seed_text', 'paradigm_figure', 'main']
 
 # %% ../nbs/12d_paradigm_runs.ipynb #q005
 def score_paradigms(out, # an evaluation folder of `evaluate` (records.jsonl, report.json), made before the paradigms' scores
@@ -110,8 +111,13 @@ def paradigm_costs(records:list[dict], # per-sample records of one evaluation or
     if others == 0: tokens = 0.0
     elif own is not None and (extra_per_question == 0 or extra_tokens is not None):
         tokens = (samples_per_question - 1) * own + extra_per_question * (extra_tokens or 0)
-    return dict(stated=(0, 0.0), expected=(0, mean('expected_nodes')), answer_likelihood=(0, 0.0),
-                completion_likelihood=(0, 0.0), agreement=(others, tokens))
+    out = dict(stated=(0, 0.0), expected=(0, mean('expected_nodes')), answer_likelihood=(0, 0.0),
+               completion_likelihood=(0, 0.0), agreement=(others, tokens))
+    for k, p in PARADIGMS.items():  # a combination costs what its parts cost
+        if p.parts:
+            samples, toks = zip(*(out[q] for q in p.parts))
+            out[k] = (sum(samples), None if None in toks else sum(toks))
+    return out
 
 def _evaluation(folder:Path, which:str) -> tuple[list[dict], dict]:
     "(records with the run's seed, their report's settings) of a run's evaluation 'before' or 'after'."
@@ -147,23 +153,88 @@ def paradigm_table(groups:dict, # `caopd.seeds.seed_runs(...)`: {label: [run fol
         if not all(_holds_scores(recs) for recs, _ in got):  # a method is pooled over all its seeds, or shown not at all
             missing.append(label); continue
         rep = paradigm_report(records, n_boot=n_boot, clusters=[r['seed'] for r in records])
-        per_seed = {k: [auroc([PARADIGMS[k].score(r.get(PARADIGMS[k].field)) for r in recs], [r['correct'] for r in recs])
-                        for recs, _ in got] for k in rep}  # each seed's own AUROC, as the report reads it (missing: worst)
+        per_seed = {k: [_seed_values(recs, k) for recs, _ in got] for k in rep}  # each seed's own values, as the report reads them
         st = got[0][1]
         costs = paradigm_costs(records, st.get('agreement_samples', 0), st.get('n_samples', 1),
                                _mean([_extra_tokens(f, w) for f, w in evals]))
         for k, v in rep.items():
-            seeds_auroc = [a for a in per_seed[k] if not math.isnan(a)]
-            rows.append(dict(method=label, paradigm=k, family=v['family'], seeds=len(got), scored=v['scored'], n=v['n'],
-                             **{m: v[m] for m in v if m[:3] in ('acc', 'aur', 'ece')},
-                             auroc_seed_mean=_mean(seeds_auroc), auroc_seed_min=min(seeds_auroc, default=None),
-                             auroc_seed_max=max(seeds_auroc, default=None),
+            each = {m: [s[m] for s in per_seed[k] if s[m] is not None and not math.isnan(s[m])] for m in SEED_VALUES}
+            rows.append(dict(method=label, paradigm=k, family=v['family'], access=v['access'], seeds=len(got),
+                             scored=v['scored'], n=v['n'], **{m: x for m, x in v.items() if m not in ('family', 'access', 'n', 'scored')},
+                             **{f'{m}_seed_{name}': (f(each[m]) if each[m] else None)
+                                for m in SEED_VALUES for name, f in (('mean', _mean), ('min', min), ('max', max))},
                              extra_samples=costs[k][0], extra_tokens=costs[k][1]))
     return pd.DataFrame(rows), missing
+
+SEED_VALUES = ('auroc', 'ece', 'brier_skill')  # read per seed too, beside the pooled value
+
+def _seed_values(records:list[dict], name:str) -> dict:
+    "One seed's own AUROC, ECE and Brier skill of a paradigm, as the report reads them (missing: worst; a rank: no ECE)."
+    scores, _ = paradigm_scores(records, name)
+    correct = [r['correct'] for r in records]
+    probability = not PARADIGMS[name].rank
+    return dict(auroc=auroc(scores, correct), ece=expected_calibration_error(scores, correct) if probability else None,
+                brier_skill=skill_report(scores, correct, n_boot=0)['brier_skill'] if probability else None)
 
 def _mean(v):
     v = [x for x in v if x is not None]
     return sum(v) / len(v) if v else None
+
+# %% ../nbs/12d_paradigm_runs.ipynb #as02
+SEED_SCORE_METRICS = ('accuracy', 'ece', 'brier', 'brier_skill', 'auroc', 'level_auroc')  # each with `_lo`, `_hi`
+
+def level_spread(records:list[dict], # one evaluation's records, with `difficulty`
+                 scores:list, # the score of each (None: missing, left out)
+                ) -> float|None:
+    "The mean score on the lowest level less the mean on the highest (None without levels or scores on both)."
+    by = {}
+    for r, s in zip(records, scores):
+        if r.get('difficulty') is not None and s is not None: by.setdefault(r['difficulty'], []).append(s)
+    if len(by) < 2: return None
+    lo, hi = min(by), max(by)
+    return sum(by[lo]) / len(by[lo]) - sum(by[hi]) / len(by[hi])
+
+def seed_scores(groups:dict, # `caopd.seeds.seed_runs(...)`: {label: [run folder per seed]}
+                n_boot:int=1000, # bootstrap resamples per seed
+                which:str='after', # the evaluation read: 'after' training, or 'before'
+               ) -> pd.DataFrame:
+    "A row per group, seed and paradigm read: `SEED_SCORE_METRICS` with intervals over questions, the mean score and the level spread."
+    rows = []
+    for label, folders in groups.items():
+        for f in folders:
+            recs, _ = _evaluation(Path(f), which)
+            rep = paradigm_report(recs, n_boot=n_boot)
+            for k, v in rep.items():
+                scores, _ = paradigm_scores(recs, k)
+                given = [s for s in scores if s is not None]
+                rows.append(dict(method=label, seed=recs[0]['seed'], paradigm=k, n=v['n'], scored=v['scored'],
+                                 **{f'{m}{e}': v[m + e] for m in SEED_SCORE_METRICS for e in ('', '_lo', '_hi')},
+                                 mean_score=sum(given) / len(given) if given and not PARADIGMS[k].rank else None,
+                                 level_spread=None if PARADIGMS[k].rank else level_spread(recs, scores)))
+    return pd.DataFrame(rows)
+
+ANSWER_TARGETS = {'brier_skill': 0.0, 'ece': 0.10, 'level_auroc': 0.65, 'level_spread': 0.2}  # issue 60 (the team's):
+# on every seed, Brier skill above, ECE at most, within-level AUROC and level spread at least these
+
+def answer_level_targets(table:pd.DataFrame, # `seed_scores(...)`
+                         default:str, # the group every candidate is measured against (its accuracy interval)
+                         accuracy:dict, # per group, its pooled accuracy (value, lo, hi) over seeds (`caopd.seeds.seeds_table`)
+                         paradigm:str='expected', # the score checked
+                        ) -> pd.DataFrame:
+    "Per group: the worst seed's value of each target of `ANSWER_TARGETS` and whether every seed reaches it, and whether its accuracy keeps the default's."
+    rows = []
+    for label, t in table[table.paradigm == paradigm].groupby('method', sort=False):
+        worst = dict(brier_skill=t.brier_skill.min(), ece=t.ece.max(), level_auroc=t.level_auroc.min(),
+                     level_spread=t.level_spread.min())
+        ok = dict(brier_skill=bool(worst['brier_skill'] > ANSWER_TARGETS['brier_skill']),
+                  ece=bool(worst['ece'] <= ANSWER_TARGETS['ece']),
+                  level_auroc=bool(worst['level_auroc'] >= ANSWER_TARGETS['level_auroc']),
+                  level_spread=bool(worst['level_spread'] >= ANSWER_TARGETS['level_spread']))
+        kept = bool(accuracy[label][0] >= accuracy[default][1])
+        rows.append(dict(method=label, seeds=len(t), **{f'worst {m}': v for m, v in worst.items()},
+                         **{f'{m} every seed': v for m, v in ok.items()}, accuracy=accuracy[label][0],
+                         accuracy_kept=kept, reaches=all(ok.values()) and kept))
+    return pd.DataFrame(rows)
 
 # %% ../nbs/12d_paradigm_runs.ipynb #q015
 def paradigm_markdown_table(table:pd.DataFrame, # `paradigm_table(...)[0]`
@@ -171,29 +242,41 @@ def paradigm_markdown_table(table:pd.DataFrame, # `paradigm_table(...)[0]`
     "The pooled table as Markdown: a row per method and paradigm, 95% intervals over seeds and questions."
     rows = []
     for _, r in table.iterrows():
-        seeds = (f"{r.auroc_seed_mean:.3f} [{r.auroc_seed_min:.3f}, {r.auroc_seed_max:.3f}]"
-                 if r.auroc_seed_mean is not None and not pd.isna(r.auroc_seed_mean) else 'n/a')
         cost = f"{r.extra_samples:g} / " + ('n/a' if r.extra_tokens is None or pd.isna(r.extra_tokens) else f'{r.extra_tokens:.0f}')
-        rows.append([r.method, PARADIGMS[r.paradigm].label, r.family, f'{r.scored}/{r.n}', metric_text(r, 'auroc'), seeds,
-                     metric_text(r, 'aurc'), metric_text(r, 'ece'), metric_text(r, 'ece_fit'), cost])
-    return markdown_table(rows, header=['method', 'score', 'paradigm', 'scored', 'AUROC, pooled', 'AUROC per seed: mean [min, max]',
-                                        'AURC', 'ECE', 'ECE after a Platt fit', 'more samples / tokens per answer'], right=())
+        rows.append([r.method, PARADIGMS[r.paradigm].label, r.access, f'{r.scored}/{r.n}', metric_text(r, 'auroc'),
+                     seed_text(r, 'auroc'), metric_text(r, 'level_auroc'), metric_text(r, 'ece'), seed_text(r, 'ece'),
+                     seed_text(r, 'brier_skill'), metric_text(r, 'ece_fit'), cost])
+    return markdown_table(rows, header=['method', 'score', 'needs', 'scored', 'AUROC pooled', 'AUROC per seed',
+                                        'AUROC within a level', 'ECE pooled', 'ECE per seed', 'Brier skill per seed',
+                                        'ECE after a Platt fit', 'more samples / tokens per answer'], right=())
+
+def seed_text(r, # a row of `paradigm_table`
+              m:str, # one of `SEED_VALUES`
+              decimals:int=3, # places after the point
+             ) -> str:
+    "A metric per seed: 'mean [lowest, highest seed]', or 'n/a'."
+    v = r.get(f'{m}_seed_mean') if hasattr(r, 'get') else None
+    if v is None or pd.isna(v): return 'n/a'
+    return f"{v:.{decimals}f} [{r[f'{m}_seed_min']:.{decimals}f}, {r[f'{m}_seed_max']:.{decimals}f}]"
 
 def paradigm_figure(table:pd.DataFrame, # `paradigm_table(...)[0]`
                     title:str='AUROC of each paradigm, pooled over seeds', # the figure's title
                    ):
-    "Per paradigm (x, ordered by family and cost), each method's pooled AUROC with its 95% interval (a point per method)."
+    "Per paradigm (x, ordered by what it needs, then cost), each method's pooled AUROC with its 95% interval (a point per method)."
     import plotly.graph_objects as go
-    present = [k for k in PARADIGMS if k in set(table.paradigm)]  # in PARADIGMS' order: by family, then cost
-    names = {k: f"{PARADIGMS[k].label}<br>({PARADIGMS[k].family})" for k in present}
+    present = [k for k in PARADIGMS if k in set(table.paradigm)]  # in PARADIGMS' order: by access, then family
+    import textwrap
+    names = {k: '<br>'.join(textwrap.wrap(PARADIGMS[k].label, 20)) + f"<br><i>{PARADIGMS[k].access}</i>" for k in present}
     fig = go.Figure()
     for method, t in table.groupby('method', sort=False):
         t = t.set_index('paradigm').reindex(present).dropna(subset=['auroc'])
         fig.add_trace(go.Scatter(x=[names[k] for k in t.index], y=t.auroc, mode='markers', name=method,
                                  error_y=dict(type='data', symmetric=False, array=t.auroc_hi - t.auroc, arrayminus=t.auroc - t.auroc_lo)))
     fig.add_hline(y=0.5, line_dash='dot', annotation_text='chance')
-    fig.update_layout(title=title, yaxis_title='AUROC (95% interval over seeds and questions)', xaxis_title='score, cheapest first',
-                      template='plotly_white', scattermode='group')
+    fig.update_layout(title=dict(text=title, font=dict(size=15)), yaxis_title='AUROC (95% interval, seeds and questions)',
+                      xaxis=dict(title='score, by what it needs of the model', tickangle=0, tickfont=dict(size=11)),
+                      template='plotly_white', scattermode='group', width=1150, height=560,
+                      margin=dict(l=80, r=30, t=70, b=150))
     return fig
 
 def main(argv:list[str]|None=None, # the arguments (default: the command line's)

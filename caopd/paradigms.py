@@ -10,14 +10,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from .io import markdown_table
-from .metrics import calibration_report, interval_text
+from .metrics import calibration_report, interval_text, skill_report
 from .verifiers import answer_span, domain_reward
 
 # %% auto #0
-__all__ = ['LIKELIHOOD_FIELDS', 'PARADIGMS', 'REPORT_METRICS', 'token_at', 'decoded_ends', 'likelihood_fields', 'completion_ids',
-           'end_token', 'token_logprobs', 'transformers_likelihoods', 'api_likelihood', 'success_threshold',
-           'add_agreement', 'Paradigm', 'platt_fit', 'cross_fitted', 'paradigm_report', 'metric_text',
-           'paradigm_markdown']
+__all__ = ['LIKELIHOOD_FIELDS', 'PARADIGMS', 'REPORT_METRICS', 'SKILLS', 'NOT_PROBABILITIES', 'token_at', 'decoded_ends',
+           'likelihood_fields', 'completion_ids', 'end_token', 'token_logprobs', 'transformers_likelihoods',
+           'api_likelihood', 'success_threshold', 'add_agreement', 'Paradigm', 'paradigm_scores', 'read_in',
+           'platt_fit', 'cross_fitted', 'paradigm_report', 'metric_text', 'paradigm_markdown']
 
 # %% ../nbs/09e_paradigms.ipynb #p006
 def token_at(char_end, # k -> the number of characters the completion's first k + 1 tokens decode to (non-decreasing)
@@ -158,20 +158,66 @@ def add_agreement(records:list[dict], # per-sample records (`id`, `completion`):
 @dataclass(frozen=True)
 class Paradigm:
     "One score of an answer's uncertainty."
-    family: str  # the paper's Table 5 row: 'verbalized', 'logit-based' or 'sampling-based'
-    field: str  # the record field it reads
+    family: str  # the paper's Table 5 row ('verbalized', 'logit-based', 'sampling-based'), or 'combined' (ours)
+    field: str|None  # the record field it reads (None: a combination of `parts`)
     label: str  # how tables and figures name it
+    access: str  # what it needs of the model beyond the answer's text
     log: bool = False  # the field is a log-probability: the score is its exp
+    parts: tuple = ()  # a combination: the paradigms it combines, by key
+    rank: bool = False  # a combination of ranks within an evaluation: not a probability (no ECE, no Brier score)
 
     def score(self, v): return None if v is None else math.exp(v) if self.log else v
 
-PARADIGMS = {  # in the order tables and figures show them: verbalized, logit-based, sampling-based; cheapest first
-    'stated': Paradigm('verbalized', 'confidence', "stated confidence (the paper's)"),
-    'expected': Paradigm('verbalized', 'expected_confidence', 'expected stated confidence (ours)'),
-    'answer_likelihood': Paradigm('logit-based', 'answer_logprob', "the answer's likelihood", log=True),
-    'completion_likelihood': Paradigm('logit-based', 'completion_logprob', "the completion's likelihood", log=True),
-    'agreement': Paradigm('sampling-based', 'agreement', 'agreement of samples'),
+PARADIGMS = {  # in the order tables and figures show them: by what each needs of the model, then by family
+    'stated': Paradigm('verbalized', 'confidence', "stated confidence (the paper's)", 'the text'),
+    'answer_likelihood': Paradigm('logit-based', 'answer_logprob', "the answer's likelihood", 'token probabilities', log=True),
+    'completion_likelihood': Paradigm('logit-based', 'completion_logprob', "the completion's likelihood", 'token probabilities',
+                                      log=True),
+    'expected': Paradigm('logit-based', 'expected_confidence', 'expected stated confidence (ours)', 'token probabilities'),
+    'agreement': Paradigm('sampling-based', 'agreement', 'agreement of samples', 'more samples'),
+    'expected_likelihood': Paradigm('combined', None, "expected confidence with the completion's likelihood (ours)",
+                                    'token probabilities', parts=('expected', 'completion_likelihood'), rank=True),
+    'expected_agreement': Paradigm('combined', None, 'expected confidence with the agreement (ours)',
+                                   'token probabilities, more samples', parts=('expected', 'agreement')),
 }
+
+def _ranks(v:list, within:list) -> list:
+    "Each value's mid-rank among the values of its evaluation (`within`), from 0 to 1; None stays None."
+    out = [None] * len(v)
+    for key in set(within):
+        ks = [k for k, w in enumerate(within) if w == key and v[k] is not None]
+        order = sorted(ks, key=lambda k: v[k])
+        i = 0
+        while i < len(order):  # a run of equal values shares its mid-rank
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]: j += 1
+            for k in order[i:j + 1]: out[k] = ((i + j) / 2 + 0.5) / len(order)
+            i = j + 1
+    return out
+
+def paradigm_scores(records:list[dict], # per-sample records
+                    name:str, # a key of `PARADIGMS`
+                    clusters:list|None=None, # the evaluation (run) of each record: ranks are taken within it
+                   ) -> tuple[list, list]:
+    "(the paradigm's score of each record, the raw values a calibration map is fitted on); None where it has none."
+    p = PARADIGMS[name]
+    if not p.parts:
+        raw = [r.get(p.field) for r in records]
+        return [p.score(v) for v in raw], raw
+    a, b = (paradigm_scores(records, k, clusters)[0] for k in p.parts)
+    if p.rank:
+        within = [None] * len(records) if clusters is None else list(clusters)
+        both = [x is not None and y is not None for x, y in zip(a, b)]  # ranked among the answers that have both
+        a, b = (_ranks([x if ok else None for x, ok in zip(v, both)], within) for v in (a, b))
+    out = [None if x is None or y is None else (x + y) / 2 for x, y in zip(a, b)]
+    return out, out
+
+def read_in(records:list[dict], # per-sample records
+            name:str, # a key of `PARADIGMS`
+           ) -> bool:
+    "Whether the paradigm was read for these records (a field present, None included: read, and missing)."
+    p = PARADIGMS[name]
+    return all(read_in(records, k) for k in p.parts) if p.parts else any(p.field in r for r in records)
 
 def platt_fit(x:np.ndarray, # (n,) scores
               y:np.ndarray, # (n,) 0/1 correctness
@@ -194,42 +240,50 @@ def cross_fitted(values:list, # the field's raw values, None where missing
                  correct:list, # bools
                  groups:list, # the question of each (a fold holds whole questions)
                  seed:int=0, # the draw of the folds
-                ) -> list:
-    "Each value mapped by a Platt fit on the other half of the questions (None stays None; a fold it cannot fit: None)."
+                ) -> tuple[list, list]:
+    "(each value mapped by a Platt fit on the other half of the questions, the fold of each); None stays None, as does a fold it cannot fit."
     qs = sorted({str(g) for g in groups})
     rng = np.random.default_rng(seed)
     fold = dict(zip(qs, rng.permutation(len(qs)) % 2))
+    folds = [int(fold[str(g)]) for g in groups]
     out = [None] * len(values)
     for f in (0, 1):
-        train = [k for k, v in enumerate(values) if v is not None and fold[str(groups[k])] != f]
+        train = [k for k, v in enumerate(values) if v is not None and folds[k] != f]
         y = np.array([bool(correct[k]) for k in train])
         if len(train) < 2 or y.all() or not y.any(): continue  # one class: no map to fit
         a, b = platt_fit(np.array([values[k] for k in train], float), y)
         for k, v in enumerate(values):
-            if v is not None and fold[str(groups[k])] == f: out[k] = float(1 / (1 + math.exp(-np.clip(a * v + b, -500, 500))))
-    return out
+            if v is not None and folds[k] == f: out[k] = float(1 / (1 + math.exp(-np.clip(a * v + b, -500, 500))))
+    return out, folds
 
 # %% ../nbs/09e_paradigms.ipynb #p019
-REPORT_METRICS = ('accuracy', 'auroc', 'aurc', 'ece')  # a paradigm's metrics, each with its interval `_lo`, `_hi`
+REPORT_METRICS = ('accuracy', 'auroc', 'aurc', 'ece', 'brier')  # a paradigm's metrics, each with its interval `_lo`, `_hi`
+SKILLS = ('brier_skill', 'level_auroc')  # beside them (`caopd.metrics.skill_report`): skill over a constant, AUROC within a level
+NOT_PROBABILITIES = ('ece', 'brier', 'brier_skill')  # the metrics a rank combination has none of
 
 def paradigm_report(records:list[dict], # per-sample records, with the fields of `PARADIGMS` (those without are left out)
                     n_boot:int=1000, # bootstrap resamples
                     seed:int=0, # the seed of the bootstrap and of the folds
                     clusters:list|None=None, # the run (seed) of each record: intervals over runs and questions
                    ) -> dict:
-    "Per paradigm: its metrics with intervals, its ECE after a cross-fitted Platt map (`ece_fit`), and what it scored."
+    """Per paradigm: its metrics with intervals, its Brier skill and AUROC within a level (the records' `difficulty`),
+    its ECE after a cross-fitted Platt map, each fold's ECE averaged (`ece_fit`), and what it scored."""
     correct = [bool(r['correct']) for r in records]
     groups = [r['id'] if clusters is None else (c, r['id']) for r, c in zip(records, clusters or [None] * len(records))]
+    levels = [r['difficulty'] for r in records] if records and all(r.get('difficulty') is not None for r in records) else None
     out = {}
     for name, p in PARADIGMS.items():
-        raw = [r.get(p.field) for r in records]
-        if not any(p.field in r for r in records): continue  # not read for these records (None: read, and missing)
+        if not read_in(records, name): continue  # not read for these records
+        scores, raw = paradigm_scores(records, name, clusters)
         kw = dict(groups=groups, n_boot=n_boot, seed=seed, clusters=clusters)
-        rep = calibration_report([p.score(v) for v in raw], correct, **kw)
-        fit = calibration_report(cross_fitted(raw, correct, groups, seed), correct, **kw)
-        out[name] = dict(family=p.family, n=len(records), scored=sum(v is not None for v in raw),
-                         **{f'{m}{e}': rep[f'{m}{e}'] for m in REPORT_METRICS for e in ('', '_lo', '_hi')},
-                         **{f'ece_fit{e}': fit[f'ece{e}'] for e in ('', '_lo', '_hi')})
+        rep = {**calibration_report(scores, correct, **kw), **skill_report(scores, correct, levels=levels, **kw)}
+        mapped, folds = cross_fitted(raw, correct, groups, seed)
+        fit = skill_report(mapped, correct, folds=folds, **kw)
+        row = dict(family=p.family, access=p.access, n=len(records), scored=sum(v is not None for v in scores),
+                   **{f'{m}{e}': rep[f'{m}{e}'] for m in (*REPORT_METRICS, *SKILLS) for e in ('', '_lo', '_hi')},
+                   **{f'ece_fit{e}': fit[f'fold_ece{e}'] for e in ('', '_lo', '_hi')})
+        if p.rank: row.update({f'{m}{e}': None for m in NOT_PROBABILITIES for e in ('', '_lo', '_hi')})
+        out[name] = row
     return out
 
 def metric_text(rep, # a report (`paradigm_report`'s entry, or a row of `caopd.paradigm_runs.paradigm_table`)
@@ -246,9 +300,12 @@ def paradigm_markdown(report:dict|None, # `paradigm_report(records)`
     "The paradigms' report as a Markdown section: a row per score read, with 95% intervals over questions."
     head = ("\n### The paradigms of uncertainty on the same answers (the paper's Table 5, measured: `caopd.paradigms`)\n\n")
     if not report: return head + 'No paradigm score was read for these records.\n'
-    rows = [[PARADIGMS[k].label, r['family'], f"{r['scored']}/{r['n']}", *(metric_text(r, m) for m in ('auroc', 'aurc', 'ece', 'ece_fit'))]
+    rows = [[PARADIGMS[k].label, r['family'], r.get('access', PARADIGMS[k].access), f"{r['scored']}/{r['n']}",
+             *(metric_text(r, m) for m in ('auroc', 'level_auroc', 'aurc', 'ece', 'brier_skill', 'ece_fit'))]
             for k, r in report.items()]
-    table = markdown_table(rows, header=['score', 'paradigm', 'scored', 'AUROC', 'AURC', 'ECE', 'ECE after a Platt fit'],
-                           right=())
-    return (head + table + "\nAn answer without a score (no stated value, no answer) counts as the worst score. The Platt map "
-            "is fitted on half of the questions and applied to the other half (cross-fitting).\n")
+    table = markdown_table(rows, header=['score', 'paradigm', 'needs', 'scored', 'AUROC', 'AUROC within a level', 'AURC', 'ECE',
+                                         'Brier skill', 'ECE after a Platt fit'], right=())
+    return (head + table + "\nAn answer without a score (no stated value, no answer) counts as the worst score. Brier skill "
+            "is 1 - Brier / Brier of a constant at the accuracy (0: no better than the constant). The Platt map is fitted "
+            "on half of the questions and applied to the other half (cross-fitting); its ECE is each half's, averaged. "
+            "A rank combination is no probability: it has no ECE or Brier score of its own.\n")

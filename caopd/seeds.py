@@ -4,7 +4,7 @@
 
 # %% auto #0
 __all__ = ['BUDGET', 'SEED_METRICS', 'READOUTS', 'LEVEL_METRICS', 'READOUT_METRICS', 'PER_SEED_METRICS', 'READOUT_TARGETS',
-           'budget_text', 'run_label', 'seed_runs', 'unfinished_runs', 'backbone_pairs', 'seed_records',
+           'budget_text', 'run_label', 'seed_runs', 'unfinished_runs', 'backbone_pairs', 'seed_records', 'seed_report',
            'pooled_report', 'shared_start_label', 'start_label', 'seeds_table', 'levels_table', 'levels_figure',
            'laptop_checks', 'seeds_summary', 'with_readout', 'readout_table', 'readout_checks', 'per_seed_table',
            'mean_mu_hat', 'readout_seeds', 'readout_candidates', 'estimate_variants', 'rollout_costs', 'rollout_checks']
@@ -20,7 +20,7 @@ from plotly.subplots import make_subplots
 from .config import MU_HAT_FIELDS
 from .io import read_jsonl
 from .evaluation import EXPECTED, records_report
-from .metrics import interval_text
+from .metrics import interval_text, skill_report
 from .tables import METHOD_NAMES, method_color
 from .runfolder import RunFolder, find_runs, is_run
 
@@ -110,7 +110,8 @@ def backbone_pairs(groups:Mapping[str, Sequence], # `seed_runs(...)`
 
 # %% ../nbs/12b_seeds.ipynb #s010
 SEED_METRICS = ('accuracy', 'mean_confidence', 'ece', 'brier', 'ocg', 'auroc', 'spr', 'aurc', 'format_adherence',
-                'graded_stated')  # shown per seed; graded_stated: the share of stated values strictly between 0 and 1
+                'graded_stated',  # shown per seed; graded_stated: the share of stated values strictly between 0 and 1
+                'brier_skill', 'level_auroc')  # (ours) skill over a constant at the accuracy, AUROC within a difficulty level
 
 def seed_records(folder:str|Path, # a finished run folder
                  which:str, # 'before' or 'after'
@@ -123,12 +124,26 @@ def seed_records(folder:str|Path, # a finished run folder
 
 READOUTS = {'stated': 'confidence', 'expected': EXPECTED}  # each readout's record field: the paper's, and ours (`caopd.readout`)
 
+def seed_report(records:Sequence[Mapping], # records of one run, or of several each with `seed` (`seed_records`)
+                n_boot:int=1000, # bootstrap resamples
+                readout:str='stated', # the confidence scored: 'stated' (the paper's metric) or 'expected' (ours)
+                pooled:bool=False, # several runs: intervals resample seeds, then questions; skill against each seed's constant
+               ) -> dict:
+    """A calibration report (`caopd.evaluation.records_report`) with the Brier skill over a constant at the accuracy and
+    the AUROC within a difficulty level (`caopd.metrics.skill_report`; NaN where the records have no `difficulty`)."""
+    key, clusters = READOUTS[readout], [r['seed'] for r in records] if pooled else None
+    levels = [r['difficulty'] for r in records] if records and all(r.get('difficulty') is not None for r in records) else None
+    skills = skill_report([r[key] for r in records], [r['correct'] for r in records], levels=levels,
+                          groups=[r['id'] for r in records], n_boot=n_boot, clusters=clusters)
+    return {**records_report(records, key, clusters=clusters, n_boot=n_boot),
+            **{k: v for k, v in skills.items() if not k.startswith('fold_ece')}}
+
 def pooled_report(records:Sequence[Mapping], # records of several runs, each with `seed` (`seed_records`)
                   n_boot:int=1000, # bootstrap resamples
                   readout:str='stated', # the confidence scored: 'stated' (the paper's metric) or 'expected' (ours)
                  ) -> dict:
     "A calibration report over every record, its intervals resampling seeds, then questions within each seed."
-    return records_report(records, READOUTS[readout], clusters=[r['seed'] for r in records], n_boot=n_boot)
+    return seed_report(records, n_boot, readout, pooled=True)
 
 
 def shared_start_label(label:str, # a group's `run_label`
@@ -173,8 +188,7 @@ def seeds_table(groups:Mapping[str, Sequence], # `seed_runs(...)`
         for f in folders:
             recs = seed_records(f, which)
             pooled += recs
-            rows.append(dict(method=label, seed=str(recs[0]['seed']) if recs else '',
-                             **records_report(recs, READOUTS[readout], n_boot=n_boot)))
+            rows.append(dict(method=label, seed=str(recs[0]['seed']) if recs else '', **seed_report(recs, n_boot, readout)))
         rows.append(dict(method=label, seed='all', **pooled_report(pooled, n_boot, readout)))
     t = pd.DataFrame(rows)
     return t[['method', 'seed', 'n', 'n_distinct', *(c for m in SEED_METRICS for c in (m, f'{m}_lo', f'{m}_hi'))]]
@@ -349,7 +363,7 @@ def readout_checks(stated:pd.DataFrame, expected:pd.DataFrame, # as for `readout
     return pd.DataFrame(rows)
 
 # %% ../nbs/12b_seeds.ipynb #ps002
-PER_SEED_METRICS = ('auroc', 'ece')  # per seed beside pooled, for both readouts
+PER_SEED_METRICS = ('auroc', 'ece', 'brier_skill')  # per seed beside pooled, for both readouts
 
 def per_seed_table(stated:pd.DataFrame, # `seeds_table(with_readout(groups))`
                    expected:pd.DataFrame, # `seeds_table(with_readout(groups), readout='expected')`

@@ -55,6 +55,7 @@ def _table(header, rows) -> str:
 def ci(row, key:str, decimals:int=2) -> str:
     "'0.34 [0.24, 0.42]': a value and its 95% interval, from the columns `key`, `key_lo` and `key_hi` of a table row."
     from caopd.metrics import interval_text
+    if row[key] is None or pd.isna(row[key]): return 'n/a'  # e.g. the ECE of a rank, which is no probability
     return f"{row[key]:.{decimals}f} {interval_text(row[f'{key}_lo'], row[f'{key}_hi'], decimals)}".strip()
 
 
@@ -397,8 +398,9 @@ HEADLINE = {'arithmetic': ['start', 'SDFT', 'CaOPD (SDFT)'],  # the rows, as fig
 
 
 def per_seed(folder:str) -> str:
-    """The headline's AUROC and ECE per seed beside pooled (`figures/<folder>/readout_per_seed.csv`, `caopd.seeds.
-    per_seed_table`): the mean of the seeds' own values [lowest, highest seed], and the pooled value [95% interval]."""
+    """The headline's AUROC, ECE and Brier skill per seed beside pooled (`figures/<folder>/readout_per_seed.csv`,
+    `caopd.seeds.per_seed_table`): the mean of the seeds' own values [lowest, highest seed], and the pooled value [95%
+    interval]."""
     t = pd.read_csv(ROOT/'figures'/folder/'readout_per_seed.csv')
     rows = []
     for readout in ('stated', 'expected'):
@@ -406,8 +408,9 @@ def per_seed(folder:str) -> str:
             r = _row(t, method=m, readout=readout)
             label = 'start (before training)' if m == 'start' else m
             rows.append([label, readout + (' (ours)' if readout == 'expected' else ''), str(r['seeds']),
-                         *(ci(r, f'{k} {how}') for k in ('auroc', 'ece') for how in ('per seed', 'pooled'))])
-    return _table(['method', 'confidence', 'seeds', 'AUROC per seed', 'AUROC pooled', 'ECE per seed', 'ECE pooled'], rows)
+                         *(ci(r, f'{k} {how}') for k in ('auroc', 'ece', 'brier_skill') for how in ('per seed', 'pooled'))])
+    return _table(['method', 'confidence', 'seeds', 'AUROC per seed', 'AUROC pooled', 'ECE per seed', 'ECE pooled',
+                   'Brier skill per seed', 'Brier skill pooled'], rows)
 
 
 def calibration(folder:str='calibration') -> str:
@@ -431,20 +434,27 @@ def calibration(folder:str='calibration') -> str:
 
 
 def headline(folder:str) -> str:
-    """The few columns that say the headline of a seeded grid: accuracy (`seeds.csv`), and AUROC and ECE by the stated
-    and the expected confidence (`readout.csv`), each pooled over its seeds with intervals over seeds and questions."""
+    """The few columns that say the headline of a seeded grid: accuracy (`seeds.csv`), AUROC and ECE by the stated and
+    the expected confidence (`readout.csv`), pooled over its seeds with intervals over seeds and questions, each ECE
+    with its seeds' range beside it (`readout_per_seed.csv`: a pooled ECE can hide seeds far apart), and the expected
+    confidence's Brier skill over a constant at each seed's accuracy (0: no better than the constant)."""
     seeds = pd.read_csv(ROOT/'figures'/folder/'seeds.csv', dtype={'seed': str})
     readout = pd.read_csv(ROOT/'figures'/folder/'readout.csv')
+    each = pd.read_csv(ROOT/'figures'/folder/'readout_per_seed.csv')
+    span = lambda r, k: f"{r[f'{k} per seed_lo']:.2f} to {r[f'{k} per seed_hi']:.2f}"
     rows = []
     for m in HEADLINE[folder]:
         s, r = _row(seeds, method=m, seed='all'), _row(readout, method=m)
+        st, ex = _row(each, method=m, readout='stated'), _row(each, method=m, readout='expected')
         k = (seeds[seeds.method == m].seed != 'all').sum()
         if r['n'] != s['n']: raise ValueError(f'{folder}: {m} pools {r["n"]} answers in readout.csv, {s["n"]} in seeds.csv')
         label = 'start (before training)' if m == 'start' else m  # on the GPU: 'start of CaOPD (SDFT)', its own seeds
         rows.append([label, f"{k} x {s['n'] // k}", ci(s, 'accuracy'), r['auroc stated'], r['auroc expected'],
-                     r['ece stated'], r['ece expected']])
-    return _table(['method', 'seeds x questions', 'accuracy', 'AUROC stated', 'AUROC expected (ours)', 'ECE stated',
-                   'ECE expected (ours)'], rows)
+                     f"{r['ece stated']}; seeds {span(st, 'ece')}", f"{r['ece expected']}; seeds {span(ex, 'ece')}",
+                     f"{ci(ex, 'brier_skill pooled')}; seeds {span(ex, 'brier_skill')}"])
+    return _table(['method', 'seeds x questions', 'accuracy', 'AUROC stated', 'AUROC expected (ours)',
+                   'ECE stated: pooled; each seed', 'ECE expected (ours): pooled; each seed',
+                   'Brier skill expected (ours): pooled; each seed'], rows)
 
 
 def headline_checks(folder:str) -> str:
@@ -466,15 +476,21 @@ def paradigms(folder:str, # a folder of `figures/paradigms` (`python -m caopd.pa
     saved = json.loads((path/'paradigms.json').read_text())
     rows = []
     for r in saved['rows']:
-        seeds = (f"{r['auroc_seed_mean']:.2f} [{r['auroc_seed_min']:.2f}, {r['auroc_seed_max']:.2f}]"
-                 if r['auroc_seed_mean'] is not None else 'n/a')
         tokens = 'n/a' if r['extra_tokens'] is None else f"{r['extra_tokens']:.0f}"
         rows.append(['start (before training)' if r['method'] == 'start' else r['method'], PARADIGMS[r['paradigm']].label,
-                     ci(r, 'auroc'), seeds, ci(r, 'ece'), ci(r, 'ece_fit'), f"{r['extra_samples']:g} / {tokens}"])
-    table = _table(['method', 'score', 'AUROC pooled', 'AUROC per seed', 'ECE', 'ECE after a Platt fit',
-                    'more samples / tokens per answer'], rows)
+                     r.get('access') or PARADIGMS[r['paradigm']].access, ci(r, 'auroc'), _seeds_text(r, 'auroc'),
+                     ci(r, 'level_auroc'), ci(r, 'ece'), _seeds_text(r, 'ece'), _seeds_text(r, 'brier_skill'),
+                     ci(r, 'ece_fit'), f"{r['extra_samples']:g} / {tokens}"])
+    table = _table(['method', 'score', 'needs', 'AUROC pooled', 'AUROC per seed', 'AUROC within a level', 'ECE pooled',
+                    'ECE per seed', 'Brier skill per seed', 'ECE after a Platt fit', 'more samples / tokens per answer'], rows)
     missing = saved.get('without_scores') or []
     return table + (f"\nNot scored: {', '.join(missing)}.\n" if missing else '')
+
+
+def _seeds_text(r:dict, m:str) -> str:
+    "A paradigm's metric per seed: 'mean [lowest, highest seed]', or 'n/a'."
+    if r.get(f'{m}_seed_mean') is None: return 'n/a'
+    return f"{r[f'{m}_seed_mean']:.2f} [{r[f'{m}_seed_min']:.2f}, {r[f'{m}_seed_max']:.2f}]"
 
 
 # --- the notebooks, from their own title cells ---
