@@ -20,7 +20,7 @@ from .seeds import seed_records, seed_runs
 
 # %% auto #0
 __all__ = ['SEED_VALUES', 'SEED_SCORE_METRICS', 'ANSWER_TARGETS', 'score_paradigms', 'same_answers', 'score_main',
-           'paradigm_costs', 'paradigm_table', 'level_spread', 'seed_scores', 'answer_level_targets',
+           'paradigm_costs', 'start_folders', 'paradigm_table', 'level_spread', 'seed_scores', 'answer_level_targets',
            'paradigm_markdown_table', 'seed_text', 'paradigm_figure', 'main']
 
 # %% ../nbs/12d_paradigm_runs.ipynb #q005
@@ -135,16 +135,21 @@ def _holds_scores(records:list[dict]) -> bool:
 def _scored(folder, which:str) -> bool:
     return _holds_scores(read_jsonl(Path(folder)/'eval'/which/'records.jsonl'))
 
-def paradigm_table(groups:dict, # `caopd.seeds.seed_runs(...)`: {label: [run folder per seed]}
-                   n_boot:int=1000, # bootstrap resamples
-                  ) -> tuple[pd.DataFrame, list[str]]:
-    "(a row per method and paradigm read: metrics pooled over seeds with intervals, per-seed AUROC, cost; the groups without scores)."
-    firsts = {}  # per seed, the first folder whose start was scored (every group of a seed shares it: `caopd.seeds`)
+def start_folders(groups:dict, # `caopd.seeds.seed_runs(...)`: {label: [run folder per seed]}
+                 ) -> dict:
+    "{seed: the run folder whose evaluation before training is that seed's start}: the first group's whose start was scored."
+    firsts = {}  # on a CPU every group of a seed shares its start (`caopd.seeds`); on a GPU each has its own, and this one is taken
     for label, folders in groups.items():
         for f in folders:
             seed = int(read_json(Path(f)/'settings.json').get('seed', 0))
             if seed not in firsts or (not _scored(firsts[seed], 'before') and _scored(f, 'before')): firsts[seed] = Path(f)
-    plan = [('start', [(f, 'before') for _, f in sorted(firsts.items())])]
+    return firsts
+
+def paradigm_table(groups:dict, # `caopd.seeds.seed_runs(...)`: {label: [run folder per seed]}
+                   n_boot:int=1000, # bootstrap resamples
+                  ) -> tuple[pd.DataFrame, list[str]]:
+    "(a row per method and paradigm read: metrics pooled over seeds with intervals, per-seed AUROC, cost; the groups without scores)."
+    plan = [('start', [(f, 'before') for _, f in sorted(start_folders(groups).items())])]
     plan += [(label, [(Path(f), 'after') for f in folders]) for label, folders in groups.items()]
     rows, missing = [], []
     for label, evals in plan:

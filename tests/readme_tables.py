@@ -487,6 +487,18 @@ def paradigms(folder:str, # a folder of `figures/paradigms` (`python -m caopd.pa
     return table + (f"\nNot scored: {', '.join(missing)}.\n" if missing else '')
 
 
+def paradigm_starts(folder:str) -> str:
+    "Which run's evaluation before training is each seed's start in `figures/paradigms/<folder>` (`caopd.paradigm_runs.start_folders`)."
+    from caopd.paradigm_runs import start_folders
+    from caopd.seeds import run_label
+    from caopd.runfolder import RunFolder
+    groups = json.loads((ROOT/'figures'/'paradigms'/folder/'paradigms.json').read_text())['groups']
+    by = {}
+    for seed, f in sorted(start_folders({k: [ROOT/p for p in v] for k, v in groups.items()}).items()):
+        by.setdefault(run_label(RunFolder(f).read_settings()), []).append(str(seed))
+    return '; '.join(f"seed{'s' if len(s) > 1 else ''} {', '.join(s)}: {label}'s run" for label, s in by.items()) + '\n'
+
+
 def _seeds_text(r:dict, m:str) -> str:
     "A paradigm's metric per seed: 'mean [lowest, highest seed]', or 'n/a'."
     if r.get(f'{m}_seed_mean') is None: return 'n/a'
