@@ -159,10 +159,11 @@ def _calibrate(tmp_path, **parameters):
 
 @pytest.mark.slow
 def test_the_calibration_tables_come_from_the_committed_runs(tmp_path):
-    """figures/calibration (issue 49, item 3) is what nbs/calibration.ipynb computes from the default's runs and the
-    candidates' (figures/runs-calibration): each seed's expected ECE and AUROC, and each candidate's verdict."""
+    """figures/calibration (issue 49, item 3; issue 60, item 3) is what nbs/calibration.ipynb computes from the
+    default's runs and the candidates' (figures/runs-calibration): each seed's expected ECE and AUROC, each seed's scores
+    answer by answer, and each candidate's verdicts."""
     out = _calibrate(tmp_path)
-    for name in ('readout_seeds', 'readout_candidates'):
+    for name in ('readout_seeds', 'readout_candidates', 'answer_level', 'answer_level_targets'):
         pd.testing.assert_frame_equal(pd.read_csv(out/f'{name}.csv'), pd.read_csv(ROOT/'figures'/'calibration'/f'{name}.csv'), obj=name)
     seeds = pd.read_csv(out/'readout_seeds.csv', dtype={'seed': str})
     each = seeds.groupby('method')['seed'].apply(set)
@@ -171,6 +172,10 @@ def test_the_calibration_tables_come_from_the_committed_runs(tmp_path):
     assert verdicts.index[0] == 'CaOPD (SDFT)' and len(verdicts) >= 3  # the default and at least two candidates
     for m, r in verdicts.iloc[1:].iterrows():  # a candidate run on fewer seeds was stopped by one that already fails
         assert r['seeds'] == '0, 1, 2' or r['ece_every_seed'] in (False, 'False'), (m, r['seeds'])
+    scores = pd.read_csv(out/'answer_level.csv')
+    default = scores[(scores.method == 'CaOPD (SDFT)') & (scores.paradigm == 'expected')]
+    assert sorted(default.seed) == [0, 1, 2] and (default.brier_skill < 0).all()  # issue 60: the default judges no answer
+    assert {'stated', 'expected', 'completion_likelihood', 'agreement', 'expected_likelihood'} <= set(scores.paradigm)
 
 
 def test_the_calibration_notebook_refuses_a_missing_folder(tmp_path):
