@@ -226,8 +226,9 @@ def answer_level_targets(table:pd.DataFrame, # `seed_scores(...)`
                          accuracy:dict, # per group, its pooled accuracy (value, lo, hi) over seeds (`caopd.seeds.seeds_table`)
                          paradigm:str='expected', # the score checked
                         ) -> pd.DataFrame:
-    "Per group: the worst seed's value of each target of `ANSWER_TARGETS` and whether every seed reaches it, and whether its accuracy keeps the default's."
-    rows = []
+    """Per group: the worst seed's value of each target of `ANSWER_TARGETS` and whether every seed reaches it, and whether
+    its accuracy keeps the default's; `reaches` is None where a group that misses nothing yet has fewer seeds than the default."""
+    rows, seeds = [], table[(table.paradigm == paradigm) & (table.method == default)].seed.nunique()
     for label, t in table[table.paradigm == paradigm].groupby('method', sort=False):
         worst = dict(brier_skill=t.brier_skill.min(), ece=t.ece.max(), level_auroc=t.level_auroc.min(),
                      level_spread=t.level_spread.min())
@@ -236,9 +237,10 @@ def answer_level_targets(table:pd.DataFrame, # `seed_scores(...)`
                   level_auroc=bool(worst['level_auroc'] >= ANSWER_TARGETS['level_auroc']),
                   level_spread=bool(worst['level_spread'] >= ANSWER_TARGETS['level_spread']))
         kept = bool(accuracy[label][0] >= accuracy[default][1])
+        every = all(ok.values()) and kept
         rows.append(dict(method=label, seeds=len(t), **{f'worst {m}': v for m, v in worst.items()},
                          **{f'{m} every seed': v for m, v in ok.items()}, accuracy=accuracy[label][0],
-                         accuracy_kept=kept, reaches=all(ok.values()) and kept))
+                         accuracy_kept=kept, reaches=every if not every or len(t) >= seeds else None))
     return pd.DataFrame(rows)
 
 # %% ../nbs/12d_paradigm_runs.ipynb #q015

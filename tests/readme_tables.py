@@ -433,6 +433,37 @@ def calibration(folder:str='calibration') -> str:
                                  "ECE below the default's each seed", 'becomes the default'], rows)
 
 
+def answer_level(folder:str='calibration', # a folder of figures/ that nbs/calibration.ipynb wrote
+                 paradigms=('expected', 'stated', 'completion_likelihood', 'expected_likelihood'), # the scores shown
+                ) -> str:
+    """Issue 60, item 3: per group and seed, each score's accuracy, ECE, Brier skill, AUROC overall and within a level,
+    and level spread (`figures/<folder>/answer_level.csv`, `caopd.paradigm_runs.seed_scores`)."""
+    from caopd.paradigms import PARADIGMS
+    t = pd.read_csv(ROOT/'figures'/folder/'answer_level.csv')
+    t = t[t.paradigm.isin(paradigms)]
+    two = lambda v: 'n/a' if pd.isna(v) else f'{v:.2f}'
+    rows = [[r['method'], str(r['seed']), PARADIGMS[r['paradigm']].label, two(r['accuracy']), ci(r, 'ece'), two(r['brier_skill']),
+             ci(r, 'auroc'), ci(r, 'level_auroc'), two(r['level_spread'])]
+            for _, r in t.iterrows()]  # in the table's order: each group, its seeds, their scores
+    return _table(['method', 'seed', 'score', 'accuracy', 'ECE', 'Brier skill', 'AUROC', 'AUROC within a level',
+                   'level spread'], rows)
+
+
+def answer_level_targets(folder:str='calibration') -> str:
+    """Issue 60's targets for the expected confidence on every seed (`figures/<folder>/answer_level_targets.csv`,
+    `caopd.paradigm_runs.answer_level_targets`): each group's worst seed, and whether it reaches each."""
+    from caopd.paradigm_runs import ANSWER_TARGETS as T
+    t = pd.read_csv(ROOT/'figures'/folder/'answer_level_targets.csv')
+    mark = lambda ok: 'yes' if ok in (True, 'True') else 'no' if ok in (False, 'False') else 'not decided'
+    rows = [[r['method'], str(r['seeds']), f"{r['worst brier_skill']:.2f} ({mark(r['brier_skill every seed'])})",
+             f"{r['worst ece']:.2f} ({mark(r['ece every seed'])})", f"{r['worst level_auroc']:.2f} ({mark(r['level_auroc every seed'])})",
+             f"{r['worst level_spread']:.2f} ({mark(r['level_spread every seed'])})",
+             f"{r['accuracy']:.2f} ({mark(r['accuracy_kept'])})", mark(r['reaches'])] for _, r in t.iterrows()]
+    return _table(['method', 'seeds', f"worst Brier skill (> {T['brier_skill']:g})", f"worst ECE (<= {T['ece']:.2f})",
+                   f"worst AUROC within a level (>= {T['level_auroc']:.2f})", f"worst level spread (>= {T['level_spread']:.1f})",
+                   "accuracy (not below the default's interval)", 'reaches them all'], rows)
+
+
 def headline(folder:str) -> str:
     """The few columns that say the headline of a seeded grid: accuracy (`seeds.csv`), AUROC and ECE by the stated and
     the expected confidence (`readout.csv`), pooled over its seeds with intervals over seeds and questions, each ECE

@@ -71,8 +71,9 @@ def test_run_folder(grid_runs):
         assert key in steps[0], key
     targets = read_jsonl(out/'rollouts.jsonl')  # every distilled rollout, as the run saw it
     assert sorted({t['step'] for t in targets}) == [1, 2]
-    assert all(set(t) == {'step', 'id', 'completion', 'reward', 'confidence', 'mu_hat', 'successes', 'rollouts'}
+    assert all(set(t) == {'step', 'id', 'completion', 'reward', 'confidence', 'mu_hat', 'target', 'successes', 'rollouts'}
                for t in targets)
+    assert all(t['target'] == t['mu_hat'] for t in targets)  # the paper's target, written as it is (caopd.scoring)
     assert all(t['rollouts'] == 2 and t['reward'] in (0, 1) for t in targets)  # what each target rests on (K = 2)
     for key in {(t['step'], t['id']) for t in targets}:  # a prompt's successes are its K rollouts' rewards
         group = [t for t in targets if (t['step'], t['id']) == key]
