@@ -383,6 +383,9 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
             ) -> tuple[list[dict], dict]:
     "Evaluate `model` on a split, or on your `dataset` with your `verifier`: generate, parse, verify, report; returns (records, report). Samples already in `out` are kept."
     is_pair = isinstance(model, (tuple, list))
+    if not is_pair and not isinstance(model, (str, Path)):  # a loaded model alone: its printout would be its name
+        raise Refusal(f"evaluate: model is a {type(model).__name__} instance; pass it with its tokenizer, "
+                      f"evaluate((model, tokenizer), name='my-model', ...), or pass its folder (model.save_pretrained(folder))")
     if (dataset is None) != (verifier is None):
         raise ValueError("evaluate(dataset=..., verifier=...) takes both, rows of your own and the reward function that "
                          "scores them (the one you train with); leave both out for a domain's split")

@@ -105,3 +105,11 @@ def test_evaluation_refuses_a_column_or_a_name_before_generating(tiny, tmp_path,
     with pytest.raises(Refusal, match="evaluate: verifier='good' is not a function"):
         evaluate(tiny, 'good', tmp_path)
     assert not (tmp_path/'eval'/'records.jsonl').exists()
+
+
+def test_evaluation_refuses_a_model_without_its_tokenizer_in_one_line(tiny, tmp_path):
+    _, model, tok, rows = tiny
+    from caopd.evaluation import evaluate as run
+    with pytest.raises(Refusal) as e:
+        run(model, dataset=rows, verifier=verifier_returning(lambda n: [1.0] * n), out=str(tmp_path/'eval'))
+    assert str(e.value).startswith('evaluate: model is a LlamaForCausalLM instance') and '\n' not in str(e.value)
