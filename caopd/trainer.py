@@ -281,9 +281,7 @@ class CaOPDSDPOTrainer(CaOPDMixin, EMATeacherCheckpoints, SDPOTrainer):
         self._check_caopd_args()
         self.teacher_context_builder = CaOPDTeacherContextBuilder(self)
 
-# %% ../nbs/07_trainer.ipynb #trh1
-with_arguments(CaOPDSDFTTrainer)  # help(CaOPDSDFTTrainer) lists what each argument is
-with_arguments(CaOPDSDPOTrainer);
+for _cls in (CaOPDSDFTTrainer, CaOPDSDPOTrainer): with_arguments(_cls)  # help() lists what each argument is
 
 # %% ../nbs/07_trainer.ipynb #ck002
 class _ConfigOnly(CaOPDMixin):
@@ -441,7 +439,6 @@ def _capability_gate(self: CaOPDMixin, batch: dict) -> torch.Tensor:
     if skip > 0: gate = gate * (torch.arange(cm.shape[1], device=cm.device)[None] >= skip).long()
     return gate
 
-# %% ../nbs/07_trainer.ipynb #c040
 @patch
 def _count_loss_tokens(self: CaOPDMixin, batch: dict):
     "Add `num_loss_tokens` (B,): the step's loss positions (all rows, processes) per micro-batch, or the fixed count."
@@ -554,7 +551,6 @@ def _reference_answers(self: CaOPDSDFTTrainer, prompts, contexts) -> list:
     self._metrics[mode]["caopd/reference_format"].append(sum(a is not None for a in firsts) / len(firsts))
     return [every[(start + b) // G * G] for b in range(B)]
 
-# %% ../nbs/07_trainer.ipynb #c053
 @patch
 def _score_agreement(self: CaOPDSDFTTrainer, inputs, prompts, ids_list, references) -> torch.Tensor:
     "TA-SC: (B,) Equiv(a_k, a_ref), the verifier with the reference's answer as gold; 0 where a_ref has none."
