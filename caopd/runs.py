@@ -450,7 +450,7 @@ def submit_grid(grid, # the grid file, for messages
     running; a run whose job failed or was killed is submitted again, and resumes from its last checkpoint. On SLURM
     the jobs are submitted at once, a run that starts from another run of the grid (`init_from`) after that run's job;
     the local executor runs them one after another and returns when they have ended."""
-    import datetime, shutil
+    import datetime
     cluster = dict(cluster or {})
     root = Path(g['root'])
     folders = {name: root/name for name, _ in g['runs']}
@@ -465,9 +465,12 @@ def submit_grid(grid, # the grid file, for messages
             if not res['fits'] and not dry_run: raise Refusal(f"{grid}: run {name!r} would not fit its node: {res['plan']}")
         else: asks[name] = dict(gpus=0, cpus=cluster.get('cpus_per_gpu', CPUS_PER_GPU), mem_gb=None,
                                 time_min=cluster.get('time'), fits=True, plan=None)  # no plan: no GPU, the cores asked
-    if executor == 'slurm' and not dry_run and not all(shutil.which(c) for c in ('sbatch', 'srun')):
-        raise Refusal(f"{grid}: --executor slurm submits with sbatch and srun, and this machine has no SLURM (they are not "
-                      f"both on PATH): run caopd-runs on the cluster's login node, --dry_run to see the jobs, or --executor local")
+    if executor == 'slurm' and not dry_run:
+        from submitit.slurm.slurm import SlurmExecutor
+        if SlurmExecutor.affinity() < 0:  # submitit's own test of a SLURM machine: srun on the PATH
+            raise Refusal(f"{grid}: --executor slurm submits through sbatch and srun, and this machine has no SLURM (no srun "
+                          f"on the PATH): run caopd-runs on the cluster's login node, --dry_run to see the jobs, or "
+                          f"--executor local")
     jobs = read_jobs(root)
     ex = None
     if not dry_run:
