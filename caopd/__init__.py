@@ -1,3 +1,18 @@
+"""caopd: Calibration-Aware On-Policy Distillation, the code companion of "The Illusion of Certainty: Decoupling
+Capability and Calibration in On-Policy Distillation".
+
+CaOPD trains a model with TRL's on-policy self-distillation (SDFT, SDPO) and writes the student's own success rate
+over the confidence it is taught to state. Where to start:
+
+- `caopd.CaOPDSDFTTrainer(model, reward_funcs=[verifier], args=caopd.CaOPDSDFTConfig(...), train_dataset=rows)`
+  (and `CaOPDSDPOTrainer`): TRL's trainers with CaOPD's step; your verifier is a TRL reward function.
+- `caopd.evaluate(model, dataset=rows, verifier=verifier, out='folder')`: sample, verify and report calibration
+  (ECE, Brier, AUROC, ...) with bootstrap intervals.
+- `caopd-train` and `papermill nbs/train.ipynb ...`: one run of the paper end to end; `caopd-evaluate --help`.
+
+help(caopd.evaluate) and help(caopd.CaOPDSDFTTrainer) list their arguments; the README and docs/ (docs/your-task.md:
+CaOPD in your TRL script) say the rest.
+"""
 __version__ = "0.1.0"
 # Hand-written (nbdev manages only `__version__` above). What a user reaches for first, importable from the top as
 # TRL's are (`from caopd import CaOPDSDFTTrainer`). Lazy, like transformers and TRL: `import caopd` (and every console

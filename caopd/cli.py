@@ -10,7 +10,8 @@ from contextlib import contextmanager
 # %% auto #0
 __all__ = ['boolean', 'nonempty', 'BOOLEANS', 'Refusal', 'one_line', 'refusals', 'Rule', 'integer', 'real', 'one_of', 'named',
            'check_value', 'check_fields', 'json_object', 'to_bool', 'unknown_refusal', 'HelpFormatter', 'Parser',
-           'none_or', 'add_negation', 'add_flag', 'option', 'dataclass_parser', 'function_parser', 'command']
+           'none_or', 'add_negation', 'add_flag', 'option', 'dataclass_parser', 'function_parser', 'command',
+           'with_arguments']
 
 # %% ../nbs/00a_cli.ipynb #c005
 class Refusal(ValueError):
@@ -255,3 +256,24 @@ def command(prog:str, # the console script's name, e.g. 'caopd-evaluate'
         if _started_as_script(func): main()  # python -m caopd.evaluation ...
         return main
     return decorate
+
+# %% ../nbs/00a_cli.ipynb #wa02
+def with_arguments(f, # a function, or a class (its `__init__`'s arguments)
+                   more:dict|None=None, # name -> note of what `**kwargs` takes, listed after the arguments
+                   heading:str='Arguments', # the section's title
+                  ):
+    "`f` with an Arguments section appended to its docstring: each argument's docments note (and default), which `help()` shows."
+    import textwrap
+    from fastcore.docments import docments
+    target = f.__init__ if isinstance(f, type) else f
+    notes, params = docments(target), inspect.signature(target).parameters
+    lines = []
+    for name, p in params.items():
+        if name == 'self' or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and not notes.get(name): continue
+        star = '**' if p.kind == p.VAR_KEYWORD else '*' if p.kind == p.VAR_POSITIONAL else ''
+        default = '' if p.default is p.empty else f' (default {p.default!r:.60})'
+        lines.append(f'    {star}{name}{default}: {notes.get(name) or ""}'.rstrip(': '))
+    for name, note in (more or {}).items(): lines.append(f'    {name}: {note}')
+    wrapped = [textwrap.fill(l, 116, subsequent_indent=' ' * 8) for l in lines]
+    f.__doc__ = f"{(f.__doc__ or '').rstrip()}\n\n{heading}:\n" + '\n'.join(wrapped)
+    return f

@@ -8,19 +8,20 @@ import dataclasses, hashlib, json, logging, math, sys, time
 from pathlib import Path
 from .io import atomic_write, markdown_table, read_json, read_jsonl, write_json
 from .io import append_jsonl, write_jsonl
-from .cli import Refusal, check_fields, dataclass_parser, option, integer, json_object, named, nonempty, one_of, real, refusals
+from .cli import (Refusal, check_fields, dataclass_parser, option, integer, json_object, named, nonempty, one_of, real,
+                       refusals, with_arguments)
 from .confidence import parse_confidence
 from .data import PAPER_DOMAINS, check_domain, load_domain
 from .paper import TABLE6
 from .generation import (BACKENDS, _generate_batches, generate, generate_openai, generate_vllm, api_base_url,
                               resolve_backend, vllm_engine)
-from .metrics import METRICS, METRIC_NAMES, calibration_report, interval_text
+from .metrics import METRICS, METRIC_NAMES, calibration_report, few_of_a_kind, interval_text
 from .paradigms import (LIKELIHOOD_FIELDS, add_agreement, api_likelihood, decoded_ends, likelihood_fields,
                              paradigm_markdown, paradigm_report, success_threshold, transformers_likelihoods)
 from .provenance import environment_record
 from .readout import TOP_LOGPROBS
 from .runfolder import RunMismatchError
-from .verifiers import answer_letter, extract_answer, verify
+from .verifiers import answer_letter, check_verifier, checked_verifier, extract_answer, verify
 
 _log = logging.getLogger('caopd.evaluation')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
 
@@ -98,6 +99,7 @@ def report_markdown(report:dict,  # a `calibration_report` (older reports with f
     if 'n_stated' in report: notes.append('All samples: a missing confidence counts as the worst case (1 if wrong, 0 if right).')
     if any(isinstance(v, (int, float)) and not math.isnan(v) for k, v in report.items() if k.endswith(('_lo', '_hi'))):
         notes.append(f'[lo, hi]: {level:.0%} bootstrap interval over prompts.')
+    if few := few_of_a_kind(report.get('n'), report.get('accuracy')): notes.append(few)
     return '\n'.join(lines + ([''] + notes if notes else [])) + '\n'
 
 # %% ../nbs/10_evaluation.ipynb #c033b
@@ -381,11 +383,15 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
             ) -> tuple[list[dict], dict]:
     "Evaluate `model` on a split, or on your `dataset` with your `verifier`: generate, parse, verify, report; returns (records, report). Samples already in `out` are kept."
     is_pair = isinstance(model, (tuple, list))
+    if not is_pair and not isinstance(model, (str, Path)):  # a loaded model alone: its printout would be its name
+        raise Refusal(f"evaluate: model is a {type(model).__name__} instance; pass it with its tokenizer, "
+                      f"evaluate((model, tokenizer), name='my-model', ...), or pass its folder (model.save_pretrained(folder))")
     if (dataset is None) != (verifier is None):
         raise ValueError("evaluate(dataset=..., verifier=...) takes both, rows of your own and the reward function that "
                          "scores them (the one you train with); leave both out for a domain's split")
     if dataset is not None and (domain is not None or split is not None):
         raise ValueError("evaluate: pass either domain and split (this project's rows) or dataset and verifier, not both")
+    if verifier is not None: check_verifier(verifier, None, 'evaluate')  # a function, before any work
     if is_pair and not name:
         raise ValueError("evaluate((model, tokenizer), ...) needs name=...: the name to record for this in-memory model")
     a = eval_arguments(args, **{k: v for k, v in dict(domain=domain, split=split).items() if v is not None}, **options,
@@ -418,6 +424,8 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
         if len(set(map(str, ids))) != len(ids):  # a record is its (id, sample): two rows of one id would be one
             raise ValueError(f"evaluate: dataset's ids repeat ({next(i for i in ids if ids.count(i) > 1)!r}): give each "
                              f"row an id of its own, or none (its position is its id)")
+        check_verifier(verifier, sorted(set.intersection(*(set(r) for r in rows_list))) if rows_list else [], 'evaluate')
+        verifier = checked_verifier(verifier)  # what it returns is checked at every call, as in training
     if a.agreement_samples and verifier is not None and not hasattr(verifier, 'reference_answer'):
         raise Refusal(f"agreement_samples={a.agreement_samples}: the agreement of samples reads each answer through the "
                       "verifier's reference_answer (as TA-SC does), and this verifier has none; set "
@@ -523,6 +531,10 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
     if backend != 'openai': settings['attention'] = attention
     if a.out is not None: write_run(a.out, records, report, settings)
     return records, report
+
+# %% ../nbs/10_evaluation.ipynb #evh1
+with_arguments(evaluate, more={f.name: f.metadata['help'] for f in dataclasses.fields(EvalArguments)
+                               if f.name not in ('model', 'domain', 'split')})  # what **options takes, in help(evaluate)
 
 # %% ../nbs/10_evaluation.ipynb #c036
 def expected_markdown(expected:dict|None, # `expected_report(records)`

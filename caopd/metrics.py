@@ -4,10 +4,10 @@
 
 # %% auto #0
 __all__ = ['SELECTIVE_METRICS', 'METRICS', 'SUBSET_METRICS', 'STATED_METRICS', 'INTERVAL_METRICS', 'INTERVAL_KEYS', 'POINT_KEYS',
-           'REPORT_KEYS', 'METRIC_NAMES', 'SKILL_METRICS', 'bin_index', 'expected_calibration_error', 'brier_score',
-           'overconfidence_gap', 'strict_pairwise_ranking', 'auroc', 'risk_coverage', 'aurc', 'calibration_report',
-           'bootstrap_weights', 'bootstrap_intervals', 'interval_text', 'skill_report', 'reliability_bins',
-           'confidence_counts']
+           'REPORT_KEYS', 'METRIC_NAMES', 'FEW_OF_A_KIND', 'SKILL_METRICS', 'bin_index', 'expected_calibration_error',
+           'brier_score', 'overconfidence_gap', 'strict_pairwise_ranking', 'auroc', 'risk_coverage', 'aurc',
+           'calibration_report', 'bootstrap_weights', 'bootstrap_intervals', 'interval_text', 'few_of_a_kind',
+           'skill_report', 'reliability_bins', 'confidence_counts']
 
 # %% ../nbs/03_metrics.ipynb #c002
 import math, warnings
@@ -433,6 +433,20 @@ def interval_text(lo, # lower end of an interval (None or NaN when missing)
     "`'[lo, hi]'` to `decimals` places, or '' when either end is missing or not a finite number."
     ok = all(isinstance(x, (int, float, np.number)) and not isinstance(x, bool) and math.isfinite(x) for x in (lo, hi))
     return f'[{lo:.{decimals}f}, {hi:.{decimals}f}]' if ok else ''
+
+# %% ../nbs/03_metrics.ipynb #fk02
+FEW_OF_A_KIND = 5  # fewer right (or wrong) answers than this: a ranking metric rests on too few to say anything
+
+def few_of_a_kind(n:int|None, # the answers a report is over
+                  accuracy:float|None, # their accuracy
+                  what:str='a confidence', # what ranks them, for the note
+                 ) -> str|None:
+    "A note where the ranking metrics rest on fewer than `FEW_OF_A_KIND` right or wrong answers, else None."
+    if not n or accuracy is None or math.isnan(accuracy): return None
+    right = round(accuracy * n)
+    if min(right, n - right) >= FEW_OF_A_KIND: return None
+    return (f'AUROC, SPR and AURC rest on {right} right and {n - right} wrong answers, fewer than {FEW_OF_A_KIND} of one '
+            f'kind: too few to say how {what} ranks them.')
 
 # %% ../nbs/03_metrics.ipynb #sk02
 def _weighted_ece(w:np.ndarray, # (B, n) weights, one row per resample

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .io import markdown_table
-from .metrics import calibration_report, interval_text, skill_report
+from .metrics import calibration_report, few_of_a_kind, interval_text, skill_report
 from .verifiers import answer_span, domain_reward
 
 # %% auto #0
@@ -283,6 +283,8 @@ def paradigm_report(records:list[dict], # per-sample records, with the fields of
                    **{f'{m}{e}': rep[f'{m}{e}'] for m in (*REPORT_METRICS, *SKILLS) for e in ('', '_lo', '_hi')},
                    **{f'ece_fit{e}': fit[f'fold_ece{e}'] for e in ('', '_lo', '_hi')})
         if p.rank: row.update({f'{m}{e}': None for m in NOT_PROBABILITIES for e in ('', '_lo', '_hi')})
+        if not row['scored']:  # read for none of the answers (rows of your own have no answer tag the likelihood reads)
+            row.update({f'{m}{e}': None for m in (*REPORT_METRICS, *SKILLS, 'ece_fit') for e in ('', '_lo', '_hi')})
         out[name] = row
     return out
 
@@ -303,9 +305,13 @@ def paradigm_markdown(report:dict|None, # `paradigm_report(records)`
     rows = [[PARADIGMS[k].label, r['family'], r.get('access', PARADIGMS[k].access), f"{r['scored']}/{r['n']}",
              *(metric_text(r, m) for m in ('auroc', 'level_auroc', 'aurc', 'ece', 'brier_skill', 'ece_fit'))]
             for k, r in report.items()]
+    unread = [PARADIGMS[k].label for k, r in report.items() if not r['scored']]
+    few = next((few_of_a_kind(r['n'], r['accuracy'], 'a score') for r in report.values() if r['accuracy'] is not None), None)
     table = markdown_table(rows, header=['score', 'paradigm', 'needs', 'scored', 'AUROC', 'AUROC within a level', 'AURC', 'ECE',
                                          'Brier skill', 'ECE after a Platt fit'], right=())
     return (head + table + "\nAn answer without a score (no stated value, no answer) counts as the worst score. Brier skill "
             "is 1 - Brier / Brier of a constant at the accuracy (0: no better than the constant). The Platt map is fitted "
             "on half of the questions and applied to the other half (cross-fitting); its ECE is each half's, averaged. "
-            "A rank combination is no probability: it has no ECE or Brier score of its own.\n")
+            "A rank combination is no probability: it has no ECE or Brier score of its own."
+            + (f" n/a: {', '.join(unread)} scored none of the answers (rows of your own have no `<answer>` tag for the "
+               "answer's likelihood to read)." if unread else '') + (f' {few}' if few else '') + '\n')

@@ -21,8 +21,8 @@ __all__ = ['RUN_METRICS', 'RUN_COLUMNS', 'NODES', 'EXECUTORS', 'CLUSTER_KEYS', '
            'NO_LIMIT_MIN', 'JOBS_FILE', 'ACTIVE', 'runs_table', 'papermill_command', 'read_grid', 'plan_row',
            'plan_text', 'recipe_runs', 'nodes_markdown', 'plans_markdown', 'check_grid', 'run_params', 'run_grid',
            'time_minutes', 'cluster_options', 'job_resources', 'resources_text', 'jobs_markdown', 'stop_process_tree',
-           'GridJob', 'read_jobs', 'job_state', 'grid_status', 'status_markdown', 'submit_grid', 'grid_plans',
-           'nodes_report', 'main']
+           'GridJob', 'read_jobs', 'job_state', 'grid_status', 'status_markdown', 'submit_grid', 'job_constraint',
+           'job_parameters', 'sbatch_script', 'grid_plans', 'nodes_report', 'main']
 
 # %% ../nbs/12_runs.ipynb #c005
 RUN_METRICS = REPORT_KEYS  # every key of a calibration report (caopd.metrics): metrics, stated subset, intervals
@@ -248,7 +248,7 @@ def run_grid(grid, # a grid YAML file (see `read_grid`)
         folders.append(out)
         cmd = papermill_command(nb, out, **params)
         if is_run(out) and not force:
-            print(f"[skip] {name}: {out} is finished (force=True re-runs it)"); continue
+            print(f"[skip] {name}: {out} is finished (--force runs it again)"); continue
         print(f"[run] {cmd}", flush=True)
         if dry_run and train:  # the train notebook: its memory plan on the node it would run on, and the fix
             print(f"      {plan_text(plan_row(name, dict(run_params(params), out=str(out))))}", flush=True)
@@ -268,7 +268,11 @@ CLUSTER_KEYS = dict(  # the grid file's `slurm:` mapping; caopd-runs' options of
     cpus_per_gpu="CPU cores asked per GPU (a CPU run: the cores asked); default 8 (ours)",
     max_num_timeout="requeues after reaching the time limit (default 3, submitit's)",
     signal_delay_s="seconds before the time limit at which a job is told to stop and requeue (default 90, submitit's)",
-    setup="shell lines run before each job, e.g. ['module load cuda/12.4']",
+    setup="shell lines run before each job, e.g. ['module load cuda/12.4']; the job runs the submitting machine's "
+          "Python by its path, in the folder caopd-runs was started from: both must be on a filesystem the nodes share",
+    gpu="the GPU type each job's memory plan is made for and asks the scheduler for (sbatch --constraint, lower case; "
+        "`additional: {constraint: ...}` names it otherwise): one of caopd.memory.GPUS, e.g. H100; none: the run's own "
+        "plan (H200 unless it says), and no constraint, so a job given smaller GPUs can run out of memory",
     additional="other sbatch options, a mapping, e.g. {qos: high, constraint: h200}")
 CPUS_PER_GPU = 8  # ours: dataloaders and tokenizers of one training process, with room for vLLM's scheduler
 HOST_MARGIN = 1.25  # ours: a job's CPU memory is its plan's host RAM x this, plus PROCESS_HOST_GIB per process
@@ -297,6 +301,12 @@ def cluster_options(grid:dict, # `read_grid(...)`, its `slurm` mapping
     unknown = sorted(set(out) - set(CLUSTER_KEYS))
     if unknown: raise Refusal(f"unknown cluster option(s) {unknown}; known: {sorted(CLUSTER_KEYS)}")
     if out.get('time') is not None: out['time'] = time_minutes(out['time'])
+    if out.get('gpu') is not None:
+        from caopd.memory import GPUS
+        names = {g.lower(): g for g in GPUS}
+        if str(out['gpu']).lower() not in names:
+            raise Refusal(f"gpu={out['gpu']!r} is no GPU type the memory plan knows: use one of {', '.join(GPUS)}")
+        out['gpu'] = names[str(out['gpu']).lower()]
     return out
 
 # %% ../nbs/12_runs.ipynb #cl004
@@ -309,7 +319,7 @@ def job_resources(name:str, # the run's name in its grid
     loading, or the states FSDP2 offloads there, whichever is more, with a margin); cores per GPU; the time limit."""
     import math
     cluster = cluster or {}
-    row = plan_row(name, params, fixes=False)
+    row = plan_row(name, params, gpu=cluster.get('gpu') or 'auto', fixes=False)
     plan = row['plan']
     if plan.settings['device'] == 'cpu': gpus, host = 0, plan.total  # a CPU run: its plan is of this machine's RAM
     else:
@@ -320,7 +330,7 @@ def job_resources(name:str, # the run's name in its grid
             host = max(host, moved * plan.settings['n_gpus'])
     return dict(model=row['model'], gpus=gpus, cpus=cluster.get('cpus_per_gpu', CPUS_PER_GPU) * max(gpus, 1),
                 mem_gb=math.ceil(host * HOST_MARGIN + PROCESS_HOST_GIB * row['world']), time_min=cluster.get('time'),
-                fits=row['fits'], plan=plan_text(row))
+                fits=row['fits'], plan=plan_text(row), gpu_type=plan.settings['device'] if gpus else None)
 
 def resources_text(res:dict) -> str:
     "`job_resources`' ask on one line, as the dry run prints it."
@@ -407,9 +417,10 @@ def job_state(job:dict, # a record of `read_jobs`
     with result.open('rb') as f: return 'COMPLETED' if pickle.load(f)[0] == 'success' else 'FAILED'
 
 def grid_status(grid, # a grid YAML file
+                only:str|None=None, # only the runs whose name matches one of these comma-separated glob patterns
                ) -> list[dict]:
-    "Every run of `grid`: finished (its folder is a finished run), else its job's state (`job_state`), else not submitted."
-    g = read_grid(grid)
+    "Every run of `grid` (or of `only`): finished (its folder is a finished run), else its job's state (`job_state`), else not submitted."
+    g = check_grid(grid, only)[0] if only else read_grid(grid)
     jobs = read_jobs(g['root'])
     rows = []
     for name, _ in g['runs']:
@@ -454,6 +465,12 @@ def submit_grid(grid, # the grid file, for messages
             if not res['fits'] and not dry_run: raise Refusal(f"{grid}: run {name!r} would not fit its node: {res['plan']}")
         else: asks[name] = dict(gpus=0, cpus=cluster.get('cpus_per_gpu', CPUS_PER_GPU), mem_gb=None,
                                 time_min=cluster.get('time'), fits=True, plan=None)  # no plan: no GPU, the cores asked
+    if executor == 'slurm' and not dry_run:
+        from submitit.slurm.slurm import SlurmExecutor
+        if SlurmExecutor.affinity() < 0:  # submitit's own test of a SLURM machine: srun on the PATH
+            raise Refusal(f"{grid}: --executor slurm submits through sbatch and srun, and this machine has no SLURM (no srun "
+                          f"on the PATH): run caopd-runs on the cluster's login node, --dry_run to see the jobs, or "
+                          f"--executor local")
     jobs = read_jobs(root)
     ex = None
     if not dry_run:
@@ -461,38 +478,38 @@ def submit_grid(grid, # the grid file, for messages
         n = cluster.get('max_num_timeout', 3)
         ex = submitit.AutoExecutor(folder=root/'jobs'/'%j', cluster=executor, slurm_max_num_timeout=n,
                                    local_max_num_timeout=n)
-    failed = []
+    failed, unknown = [], []
     for name, params in g['runs']:
         out, res = folders[name], asks[name]
         cmd = papermill_command(nb, out, **params)
         if is_run(out) and not force:
-            print(f"[skip] {name}: {out} is finished (force=True runs it again)", flush=True); continue
+            print(f"[skip] {name}: {out} is finished (--force runs it again)", flush=True); continue
         prev = jobs.get(name)
         if prev and not dry_run and (state := job_state(prev)) in ACTIVE:
             print(f"[queued] {name}: job {prev['job_id']} is {state}", flush=True); continue
         if prev and not dry_run and state.startswith('UNKNOWN'):  # it may still be queued: never submitted twice
             print(f"[unknown] {name}: job {prev['job_id']}'s state is unknown ({state}); not submitted again: cancel it "
-                  f"(scancel {prev['job_id']}) or wait until sacct answers", flush=True); failed.append(name); continue
+                  f"(scancel {prev['job_id']}) or wait until sacct answers", flush=True); unknown.append(name); continue
         dep = of_folder.get(str(params.get('init_from') or ''))  # a run of this grid that this one starts from
         dep = dep if dep and not is_run(root/dep) else None
         print(f"[{executor}] {cmd}", flush=True)
         print(f"      job: {resources_text(res)}" + (f", after run {dep}" if dep else ''), flush=True)
         if res['plan']: print(f"      {res['plan']}", flush=True)
-        if dry_run: continue
+        constraint = job_constraint(res, cluster)
+        if executor == 'slurm' and res.get('gpu_type') and not constraint:
+            print(f"      its plan is made for {res['gpu_type']} GPUs, and the job asks for no GPU type: set slurm: "
+                  f"{{gpu: {res['gpu_type']}}} in the grid file (or --gpu) so that the scheduler gives that type", flush=True)
+        requeue = papermill_command(nb, out, **dict(params, resume=True)) if train else cmd  # a requeued run resumes
+        job_args = job_parameters(name, res, cluster, jobs[dep]['job_id'] if dep and dep in jobs else None)
+        if dry_run:
+            if executor == 'slurm': print(sbatch_script(job_args, root/'jobs'), flush=True)
+            continue
         if dep and (executor == 'local' or dep not in jobs):  # local: run in order; SLURM: its job must be known
             print(f"[wait] {name}: it starts from run {dep}, which has not finished; run the grid again when it has",
                   flush=True); failed.append(name); continue
         if is_run(out): print(f"[set aside] {name}: the finished run is now {RunFolder(out).set_aside()}", flush=True)
         out.mkdir(parents=True, exist_ok=True)
-        requeue = papermill_command(nb, out, **dict(params, resume=True)) if train else cmd  # a requeued run resumes
-        extra = dict(cluster.get('additional') or {})
-        ex.update_parameters(
-            name=f'caopd-{name}', timeout_min=res['time_min'] or NO_LIMIT_MIN, gpus_per_node=res['gpus'],
-            cpus_per_task=res['cpus'], **({'mem_gb': res['mem_gb']} if res['mem_gb'] else {}),
-            slurm_partition=cluster.get('partition'), slurm_account=cluster.get('account'),
-            slurm_setup=list(cluster.get('setup') or []), slurm_dependency=f"afterok:{jobs[dep]['job_id']}" if dep else None,
-            slurm_additional_parameters=extra,
-            **{f'{e}_signal_delay_s': cluster['signal_delay_s'] for e in ('slurm', 'local') if 'signal_delay_s' in cluster})
+        ex.update_parameters(**job_args)
         job = ex.submit(GridJob(cmd, requeue))
         jobs[name] = dict(job_id=str(job.job_id), executor=executor, folder=str(out), command=cmd,
                           resources={k: res[k] for k in ('gpus', 'cpus', 'mem_gb', 'time_min')},
@@ -510,11 +527,56 @@ def submit_grid(grid, # the grid file, for messages
                 failed.append(name)
                 print(f"[failed] {name}: job {job.job_id}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}",
                       flush=True)
-    if failed:
-        raise Refusal(f"{grid}: {len(failed)} run(s) {'did not finish' if executor == 'local' else 'were not submitted'}: "
-                      f"{', '.join(failed)}; `caopd-runs {grid} --status` shows their jobs and logs, and submitting the grid "
-                      f"again resumes them from their last checkpoints")
+    literal = root/'jobs'/'%j'  # the folder pattern submitit was given, made as a folder of that name: left empty
+    if literal.is_dir() and not any(literal.iterdir()): literal.rmdir()
+    if failed or unknown:
+        said = ([f"{len(failed)} run(s) {'did not finish' if executor == 'local' else 'were not submitted'}: "
+                 f"{', '.join(failed)}; submitting the grid again resumes them from their last checkpoints"] if failed else [])
+        said += ([f"{len(unknown)} run(s) were not submitted again, their jobs' states unknown: {', '.join(unknown)}; "
+                  "submit the grid again once sacct answers, or after cancelling those jobs"] if unknown else [])
+        raise Refusal(f"{grid}: {'; '.join(said)} (`caopd-runs {grid} --status` shows the jobs and logs)")
     return list(folders.values())
+
+def job_constraint(res:dict, # `job_resources(...)`
+                   cluster:dict, # `cluster_options(...)`
+                  ) -> str|None:
+    "The GPU type a job asks for (sbatch --constraint): `additional`'s constraint, else the `gpu` its plan is made for (a GPU job only)."
+    extra = cluster.get('additional') or {}
+    if extra.get('constraint'): return str(extra['constraint'])
+    return cluster['gpu'].lower() if cluster.get('gpu') and res.get('gpus') else None
+
+def job_parameters(name:str, # the run's name
+                   res:dict, # its `job_resources(...)`
+                   cluster:dict, # `cluster_options(...)`
+                   after:str|None=None, # the job id it waits for (afterok), if any
+                  ) -> dict:
+    "The job's parameters in submitit's AutoExecutor names: what `update_parameters` is given, and what the dry run's sbatch script shows."
+    extra = dict(cluster.get('additional') or {})
+    if (constraint := job_constraint(res, cluster)): extra['constraint'] = constraint
+    return dict(name=f'caopd-{name}', timeout_min=res['time_min'] or NO_LIMIT_MIN, gpus_per_node=res['gpus'],
+                cpus_per_task=res['cpus'], **({'mem_gb': res['mem_gb']} if res['mem_gb'] else {}),
+                slurm_partition=cluster.get('partition'), slurm_account=cluster.get('account'),
+                slurm_setup=list(cluster.get('setup') or []), slurm_dependency=f"afterok:{after}" if after else None,
+                slurm_additional_parameters=extra,
+                **{f'{e}_signal_delay_s': cluster['signal_delay_s'] for e in ('slurm', 'local') if 'signal_delay_s' in cluster})
+
+def sbatch_script(job:dict, # `job_parameters(...)`
+                  folder, # the jobs' folder (`<root>/jobs`)
+                 ) -> str:
+    """The sbatch script submitit writes for a job of `job_parameters` (its own builder, `_make_sbatch_string`), indented for
+    a dry run; paths under the current folder are shown relative to it (submitit writes them absolute)."""
+    import os, sys, textwrap
+    from submitit.slurm.slurm import _make_sbatch_string
+    names = dict(name='job_name', timeout_min='time', gpus_per_node='gpus_per_node', cpus_per_task='cpus_per_task')
+    kw = {names[k]: v for k, v in job.items() if k in names}
+    if job.get('mem_gb'): kw['mem'] = f"{job['mem_gb']}GB"
+    kw.update({k.removeprefix('slurm_'): v for k, v in job.items() if k.startswith('slurm_') and v is not None})
+    kw['additional_parameters'] = kw.pop('additional_parameters', None) or None
+    here = lambda p: os.path.relpath(p) if str(Path(p).absolute()).startswith(os.getcwd() + os.sep) else str(p)
+    jobs = Path(here(Path(folder).absolute()))/'%j'
+    command = f"{here(sys.executable)} -u -m submitit.core._submit {jobs}"
+    script = _make_sbatch_string(command=command, folder=jobs, **kw).replace(os.getcwd() + os.sep, '')  # its log paths too
+    return textwrap.indent(script, '      | ', lambda line: True)
 
 # %% ../nbs/12_runs.ipynb #1cdc9994
 def grid_plans(grid='nbs/grids/paper.yaml', # a grid YAML file (`caopd.runs.read_grid`)
@@ -544,9 +606,10 @@ def main(grid:str, # a grid YAML file, e.g. nbs/grids/cpu.yaml
          partition:str=None, # SLURM partition (or slurm: {partition: ...} in the grid file)
          account:str=None, # SLURM account (or slurm: {account: ...})
          time:str=None, # each job's time limit, minutes or 'HH:MM:SS' (or slurm: {time: ...}); needed for slurm
+         gpu:str=None, # the GPU type each job's plan is made for and asks for (or slurm: {gpu: ...}), e.g. H100
          status:bool=False, # print each run's job and state (from <root>/jobs.json) and do nothing else
         ):
     "Run a grid of parameterized notebooks through papermill, one run folder each, here or as one cluster job per run."
-    if status: return print(status_markdown(grid_status(grid)))
+    if status: return print(status_markdown(grid_status(grid, only)))
     run_grid(grid, force=force, dry_run=dry_run, log_output=log_output, only=only, executor=executor,
-             cluster=dict(partition=partition, account=account, time=time))
+             cluster=dict(partition=partition, account=account, time=time, gpu=gpu))

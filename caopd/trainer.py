@@ -30,6 +30,8 @@ from .estimators import empirical_confidence, needs_more_rollouts, spread_reques
 from .loss import caopd_loss
 from .scoring import ValueTokens, calibration_target, readout_loss, target_denominator_of
 from .sharding import broadcast_teacher_from_rank0, is_sharded, load_ema_teacher, save_ema_teacher
+from .cli import with_arguments
+from .verifiers import check_verifier, checked_verifier
 
 # %% ../nbs/07_trainer.ipynb #c012
 class CaOPDMixin:
@@ -54,8 +56,10 @@ class CaOPDMixin:
         return k // self.num_generations if k and self.model.training and not self._apart() else 1
 
     def _draws_more(self) -> bool:
-        "Whether this step draws scored-only rollouts: apart from the distilled ones, or rounds beyond them."
-        return (self._apart() and bool(self.args.num_confidence_rollouts)) or self._confidence_passes() > 1
+        """Whether this step draws scored-only rollouts: apart from the distilled ones, or rounds beyond them. Only to
+        calibrate: the plain backbone (calibrate=False) draws none, and logs mu_hat over its distilled rollouts alone."""
+        return self.args.calibrate and ((self._apart() and bool(self.args.num_confidence_rollouts))
+                                        or self._confidence_passes() > 1)
 
     def _adaptive(self) -> bool:
         "Whether this step draws the rollouts behind mu_hat adaptively (training only: evaluation scores its own)."
@@ -183,6 +187,7 @@ def check_trainer_inputs(trainer:str, # the trainer's class name, for the messag
                          model, # what was passed as `model`: a name or folder, or an instance
                          datasets:dict, # {'train_dataset': ..., 'eval_dataset': ...} (None: not given)
                          needed:tuple, # the columns the trainer reads, keys of `TRAIN_COLUMNS`
+                         verifiers:list=(), # the verifiers (callables): the columns their signatures need are checked too
                         ):
     "Refuse, before a model is loaded, what TRL would fail on later: an instance with no path, a dataset without a column."
     if not isinstance(model, (str, os.PathLike)) and not getattr(getattr(model, "config", None), "_name_or_path", ""):
@@ -196,6 +201,7 @@ def check_trainer_inputs(trainer:str, # the trainer's class name, for the messag
         if missing:
             raise ValueError(f"{trainer}: {what} has no column {missing[0]!r}, {TRAIN_COLUMNS[missing[0]]}; its "
                              f"columns are {columns}")
+        for f in verifiers: check_verifier(f, columns, f"{trainer} ({what})")  # a column the verifier reads
 
 
 class CaOPDSDFTTrainer(CaOPDMixin, EMATeacherCheckpoints, SDFTTrainer):
@@ -231,11 +237,11 @@ class CaOPDSDFTTrainer(CaOPDMixin, EMATeacherCheckpoints, SDFTTrainer):
                              "(caopd.verifiers.domain_reward('chemistry') or ('tooluse')), got "
                              f"{[getattr(f, '__name__', type(f).__name__) for f in funcs]}.")
         check_trainer_inputs(type(self).__name__, model, dict(train_dataset=train_dataset, eval_dataset=eval_dataset),
-                             ("prompt", "privileged_context"))
+                             ("prompt", "privileged_context"), funcs)
         if isinstance(model, os.PathLike): model = os.fspath(model)  # TRL loads only a str (a Path reached .forward)
         super().__init__(model, args, train_dataset, eval_dataset, processing_class, callbacks, optimizers, peft_config)
         self._check_caopd_args()
-        self.reward_funcs = funcs
+        self.reward_funcs = [checked_verifier(f) for f in funcs]  # what each returns is checked at every call
 
 # %% ../nbs/07_trainer.ipynb #c018
 class CaOPDTeacherContextBuilder(SuccessfulRolloutTeacherContextBuilder):
@@ -263,13 +269,19 @@ class CaOPDSDPOTrainer(CaOPDMixin, EMATeacherCheckpoints, SDPOTrainer):
         peft_config=None,  # optional PEFT config
     ):
         if args is None: raise ValueError(f"{type(self).__name__} needs args=CaOPDSDPOConfig(...).")
+        funcs = reward_funcs if isinstance(reward_funcs, (list, tuple)) else [] if reward_funcs is None else [reward_funcs]
+        own = lambda f: callable(f) and not isinstance(f, (str, torch.nn.Module))  # a function, not a reward model
         check_trainer_inputs(type(self).__name__, model, dict(train_dataset=train_dataset, eval_dataset=eval_dataset),
-                             ("prompt", "privileged_context") if args.include_environment_feedback else ("prompt",))
+                             ("prompt", "privileged_context") if args.include_environment_feedback else ("prompt",),
+                             [f for f in funcs if own(f)])
+        reward_funcs = [checked_verifier(f) if own(f) else f for f in funcs]  # what each returns is checked at every call
         if isinstance(model, os.PathLike): model = os.fspath(model)  # TRL loads only a str (a Path reached .forward)
         super().__init__(model, reward_funcs, args, train_dataset, eval_dataset, processing_class,
                          reward_processing_classes, callbacks, optimizers, peft_config)
         self._check_caopd_args()
         self.teacher_context_builder = CaOPDTeacherContextBuilder(self)
+
+for _cls in (CaOPDSDFTTrainer, CaOPDSDPOTrainer): with_arguments(_cls)  # help() lists what each argument is
 
 # %% ../nbs/07_trainer.ipynb #ck002
 class _ConfigOnly(CaOPDMixin):
@@ -427,7 +439,6 @@ def _capability_gate(self: CaOPDMixin, batch: dict) -> torch.Tensor:
     if skip > 0: gate = gate * (torch.arange(cm.shape[1], device=cm.device)[None] >= skip).long()
     return gate
 
-# %% ../nbs/07_trainer.ipynb #c040
 @patch
 def _count_loss_tokens(self: CaOPDMixin, batch: dict):
     "Add `num_loss_tokens` (B,): the step's loss positions (all rows, processes) per micro-batch, or the fixed count."
@@ -540,7 +551,6 @@ def _reference_answers(self: CaOPDSDFTTrainer, prompts, contexts) -> list:
     self._metrics[mode]["caopd/reference_format"].append(sum(a is not None for a in firsts) / len(firsts))
     return [every[(start + b) // G * G] for b in range(B)]
 
-# %% ../nbs/07_trainer.ipynb #c053
 @patch
 def _score_agreement(self: CaOPDSDFTTrainer, inputs, prompts, ids_list, references) -> torch.Tensor:
     "TA-SC: (B,) Equiv(a_k, a_ref), the verifier with the reference's answer as gold; 0 where a_ref has none."

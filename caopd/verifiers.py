@@ -4,15 +4,17 @@
 
 # %% ../nbs/02_verifiers.ipynb #c002
 from __future__ import annotations
-import json, re
+import functools, inspect, json, math, numbers, re
 
+from .cli import Refusal
 from .data import check_domain
 
 # %% auto #0
-__all__ = ['ANY', 'UNKNOWN', 'MALFORMED', 'VERIFIERS', 'answer_tag_span', 'extract_answer', 'answer_letter', 'verify_mcq',
-           'parse_tool_call', 'tool_call_span', 'read_action_input', 'same_input', 'compact_json_text', 'same_text',
-           'golden_steps', 'verify_tool_call', 'answer_integer', 'verify_integer', 'verify', 'answer_span',
+__all__ = ['ANY', 'UNKNOWN', 'MALFORMED', 'VERIFIERS', 'TRL_ARGUMENTS', 'answer_tag_span', 'extract_answer', 'answer_letter',
+           'verify_mcq', 'parse_tool_call', 'tool_call_span', 'read_action_input', 'same_input', 'compact_json_text',
+           'same_text', 'golden_steps', 'verify_tool_call', 'answer_integer', 'verify_integer', 'verify', 'answer_span',
            'completion_text', 'mcq_reward', 'tool_call_reward', 'integer_reward', 'verifier_reward', 'domain_reward',
+           'verifier_name', 'verifier_columns', 'check_verifier', 'checked_rewards', 'checked_verifier',
            'mcq_reference', 'tool_call_reference', 'integer_reference']
 
 # %% ../nbs/02_verifiers.ipynb #c006
@@ -286,6 +288,75 @@ def domain_reward(domain:str, # 'chemistry', 'tooluse' or 'arithmetic'
                  ):
     "The TRL reward function of a domain."
     return {'chemistry': mcq_reward, 'tooluse': tool_call_reward, 'arithmetic': integer_reward}[check_domain(domain)]
+
+# %% ../nbs/02_verifiers.ipynb #vc02
+TRL_ARGUMENTS = ('prompts', 'completions', 'completion_ids', 'trainer_state', 'log_extra', 'log_metric')  # what TRL
+# passes a reward function besides the rows' columns
+
+def verifier_name(f) -> str:
+    "How messages name a verifier: its function's name, else its class's."
+    return getattr(f, '__name__', None) or type(f).__name__
+
+def verifier_columns(f) -> list[str]:
+    "The columns a verifier needs: its parameters without a default beyond `TRL_ARGUMENTS` (what `**kwargs` reads is not known)."
+    try: params = inspect.signature(f).parameters
+    except (TypeError, ValueError): return []  # a builtin or a C callable: nothing to read
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [n for n, p in params.items() if p.kind in kinds and p.default is p.empty and n not in TRL_ARGUMENTS]
+
+def check_verifier(f, # the verifier: a TRL reward function
+                   columns=None, # the columns of the rows it will be called on (None: not known yet, only whether it can be called)
+                   where:str='the verifier', # who asks, for the message (a trainer's or a function's name)
+                  ):
+    "Refuse, before any generation, a verifier that cannot be called or that needs a column the rows lack."
+    if isinstance(f, (str, bytes)) or not callable(f):
+        raise Refusal(f"{where}: verifier={f!r} is not a function: pass a TRL reward function, "
+                      "f(prompts, completions, completion_ids, **columns) -> one number in [0, 1] per completion")
+    missing = [c for c in verifier_columns(f) if columns is not None and c not in columns]
+    if missing:
+        raise Refusal(f"{where}: the verifier {verifier_name(f)} needs the column {missing[0]!r}, which the rows lack "
+                      f"(their columns: {', '.join(map(str, columns))}): add it to the rows, or give that parameter a default")
+
+def _reward_value(v) -> float|None:
+    "A verifier's value as a float in [0, 1], or None for None; anything else raises ValueError (`checked_rewards` names it)."
+    if v is None: return None
+    if hasattr(v, 'item') and getattr(v, 'ndim', None) == 0: v = v.item()  # a numpy or torch scalar
+    if isinstance(v, (bool, numbers.Real)):
+        x = float(v)
+        if math.isfinite(x) and 0.0 <= x <= 1.0: return x
+    raise ValueError(v)
+
+def checked_rewards(f, # the verifier (for the message)
+                    out, # what it returned for `n` completions
+                    n:int, # the completions it was given
+                   ) -> list:
+    "The verifier's `n` values as floats (None where it cannot tell); anything else refused in one line."
+    must = f"a list of {n} values, one per completion: a bool or a number in [0, 1] (None where it cannot tell)"
+    head = f"the verifier {verifier_name(f)} returned"
+    if out is None or isinstance(out, (str, bytes, dict)) or not hasattr(out, '__len__') or not hasattr(out, '__iter__'):
+        raise Refusal(f"{head} {type(out).__name__} {out!r:.60} for {n} completions; it must return {must}")
+    values = list(out)
+    if len(values) != n: raise Refusal(f"{head} {len(values)} values for {n} completions; it must return {must}")
+    got = []
+    for i, raw in enumerate(values):
+        try: got.append(_reward_value(raw))
+        except ValueError:
+            raise Refusal(f"{head} {raw!r:.60} ({type(raw).__name__}) for completion {i + 1} of {n}; it must return {must}") from None
+    if n and all(v is None for v in got):
+        raise Refusal(f"{head} None for all {n} completions: it cannot tell any of them right or wrong (a column it needs, "
+                      "a format it cannot read?); None is for the ones it cannot tell, and counts as wrong")
+    return got
+
+def checked_verifier(f, # a TRL reward function (called with keywords, as TRL calls it)
+                    ):
+    "`f` with what it returns checked by `checked_rewards` on every call; its name and attributes (`reference_answer`) kept."
+    if getattr(f, '_caopd_checked', False): return f
+    @functools.wraps(f)
+    def checked(*args, **kwargs):
+        completions = kwargs['completions'] if 'completions' in kwargs else args[0]
+        return checked_rewards(f, f(*args, **kwargs), len(completions))
+    checked._caopd_checked = True
+    return checked
 
 # %% ../nbs/02_verifiers.ipynb #0be9d16a
 def mcq_reference(completion, # a reference completion (string or list of messages)

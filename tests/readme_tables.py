@@ -338,7 +338,7 @@ def nodes() -> str:
     return nodes_report()
 
 
-SLURM_EXAMPLE = ['nbs/grids/paper.yaml', '--executor', 'slurm', '--partition', 'gpu', '--account', 'my-lab', '--time', '24:00:00']
+SLURM_EXAMPLE = ['nbs/grids/paper.yaml', '--executor', 'slurm', '--gpu', 'H200', '--partition', 'gpu', '--account', 'my-lab', '--time', '24:00:00']
 SLURM_SHOWN = 'qwen3-8b-tooluse-caopd-sdft,ct-qwen3-8b-tooluse-chemistry-caopd-sdft,scaling-chemistry-Qwen3-32B-caopd-sdft'
 
 def slurm_jobs() -> str:

@@ -65,12 +65,16 @@ def test_a_grid_runs_as_local_jobs_and_resumes_a_preempted_and_a_killed_run(tmp_
     status = subprocess.run([CAOPD_RUNS, grid, '--status'], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
     states = {line.split('|')[1].strip(): line.split('|')[4].strip() for line in status.splitlines()[2:]}
     assert states == dict(a='finished', b='finished', c='INTERRUPTED'), status
+    only = subprocess.run([CAOPD_RUNS, grid, '--status', '--only', 'c'], cwd=tmp_path, capture_output=True, text=True,
+                          check=True).stdout
+    assert [line.split('|')[1].strip() for line in only.splitlines()[2:]] == ['c'], only  # --only with --status too
 
     killed_job = job_of(root, 'c')
     second = start(grid, '--executor', 'local', cwd=tmp_path)
     out, _ = second.communicate(timeout=240)
     assert second.returncode == 0, out
     assert '[skip] a:' in out and '[skip] b:' in out and '[submitted] c:' in out, out
+    assert '(--force runs it again)' in out and not (root/'jobs'/'%j').exists(), out  # the flag's name; no folder '%j'
     assert job_of(root, 'c') != killed_job
     c = logged(root, 'c')
     assert resumed(c)[0] == 0 and resumed(c)[1] >= 1 and steps(c)[-1] == 4, c  # resumed, not started again
@@ -84,3 +88,34 @@ def test_a_slurm_grid_without_a_time_limit_is_refused_in_one_line(tmp_path):
     r = subprocess.run([CAOPD_RUNS, grid, '--executor', 'slurm'], cwd=tmp_path, capture_output=True, text=True)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'need a time limit' in r.stderr, r.stderr
     assert not (tmp_path/'runs').exists()  # refused before any work
+
+
+def paper_run() -> str:
+    from caopd.runs import read_grid
+    return read_grid(ROOT/'nbs'/'grids'/'paper.yaml')['runs'][0][0]
+
+
+def test_a_slurm_dry_run_prints_each_jobs_sbatch_script_with_its_gpu_type(tmp_path):
+    "Issue 63: the dry run shows the sbatch script submitit would write, the GPU type the plan assumed as a constraint."
+    r = subprocess.run([CAOPD_RUNS, ROOT/'nbs'/'grids'/'paper.yaml', '--executor', 'slurm', '--dry_run', '--time', '24:00:00',
+                        '--gpu', 'H200', '--only', paper_run()], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    for line in ('#SBATCH --constraint=h200', '#SBATCH --gpus-per-node=4', '#SBATCH --time=1440', 'plan on 4 x H200'):
+        assert line in r.stdout, r.stdout
+    r = subprocess.run([CAOPD_RUNS, ROOT/'nbs'/'grids'/'paper.yaml', '--executor', 'slurm', '--dry_run', '--time', '24:00:00',
+                        '--only', paper_run()], cwd=ROOT, capture_output=True, text=True)
+    assert '--constraint' not in r.stdout and 'set slurm: {gpu: H200} in the grid file (or --gpu)' in r.stdout, r.stdout
+
+
+def test_a_slurm_grid_is_refused_in_one_line_where_it_cannot_run(tmp_path):
+    "No SLURM on this machine, or a GPU type whose memory the plan does not fit: one line each, nothing written."
+    grid = tmp_path/'grid.yaml'
+    grid.write_text(f'notebook: {STAND_IN}\nroot: {tmp_path/"runs"}\nruns:\n  - {{name: a}}\n')
+    env = dict(os.environ, PATH=str(Path(sys.executable).parent))  # the environment's commands, no sbatch or srun
+    r = subprocess.run([CAOPD_RUNS, grid, '--executor', 'slurm', '--time', '60'], cwd=tmp_path, capture_output=True,
+                       text=True, env=env)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'this machine has no SLURM' in r.stderr, r.stderr
+    r = subprocess.run([CAOPD_RUNS, ROOT/'nbs'/'grids'/'paper.yaml', '--executor', 'slurm', '--time', '60', '--gpu', 'H100',
+                        '--only', paper_run()], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and 'would not fit its node' in r.stderr, r.stderr
+    assert 'plan on 4 x H100' in r.stderr and not (tmp_path/'runs').exists()
