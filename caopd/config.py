@@ -18,6 +18,7 @@ with warnings.catch_warnings():
 
 from .cli import Refusal, check_fields, integer, one_of, real
 from .data import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
+from .loss import PAPER_ALPHA
 from .paper import DEFAULT_LEARNING_RATE, TABLE6
 
 # %% ../nbs/06_config.ipynb #c005
@@ -160,7 +161,7 @@ class CaOPDConfig:
         "positions: their tokens were not sampled).")})
     distillation_topk: int | None = field(default=TABLE6.distillation_topk, metadata={"help": (
         f"Top-K distillation (Table 6: {TABLE6.distillation_topk}).")})
-    distillation_alpha: float = field(default=1.0, metadata={"help": (
+    distillation_alpha: float = field(default=PAPER_ALPHA, metadata={"help": (
         "Divergence: 1.0 reverse KL (Table 6), 0.0 forward KL, in between the generalised JSD.")})
     distillation_add_tail: bool = field(default=True, metadata={"help": (
         "Top-K distillation keeps the mass outside the student's top K as one tail bucket (the SDPO reference "

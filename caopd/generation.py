@@ -8,10 +8,12 @@ import importlib.util, json, os, time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
+from .paper import TABLE6
+
 # %% auto #0
-__all__ = ['GENERATE_TOP_K', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'ChosenLogprobs', 'Continued',
-           'generate', 'vllm_engine', 'generate_vllm', 'api_base_url', 'openai_client', 'generate_openai',
-           'resolve_backend']
+__all__ = ['GENERATE_TOP_K', 'GENERATE_MAX_NEW_TOKENS', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS',
+           'ChosenLogprobs', 'Continued', 'generate', 'vllm_engine', 'generate_vllm', 'api_base_url', 'openai_client',
+           'generate_openai', 'resolve_backend']
 
 # %% ../nbs/09_generation.ipynb #c006
 class ChosenLogprobs:
@@ -87,14 +89,15 @@ def _generate_batches(model, tokenizer, # a transformers causal LM and its token
     finally: tokenizer.padding_side = side
 
 GENERATE_TOP_K = 50  # transformers' default top_k, stated: the embedded model's generation config sets none
+GENERATE_MAX_NEW_TOKENS = 512  # ours: a budget a call states when it has none (the runs set their own lengths)
 
 def generate(model,  # a transformers causal LM
              tokenizer,  # its tokenizer, with a chat template
              prompts:list,  # chat-message lists, one per prompt
              n:int=1,  # samples per prompt
-             temperature:float=0.6,  # sampling temperature; 0 is greedy
-             top_p:float=0.95,  # nucleus sampling mass
-             max_new_tokens:int=512,  # generation budget per sample
+             temperature:float=TABLE6.eval_temperature,  # sampling temperature (Table 6's validation); 0 is greedy
+             top_p:float=TABLE6.eval_top_p,  # nucleus sampling mass (Table 6's validation)
+             max_new_tokens:int=GENERATE_MAX_NEW_TOKENS,  # generation budget per sample
              batch_size:int=32,  # sequences per `generate` call
              chat_template_kwargs:dict|None=None,  # extra arguments of the chat template (e.g. enable_thinking)
              seed:int=0,  # torch seed, for repeatable sampling
@@ -147,9 +150,9 @@ def vllm_engine(model, # model name, alias, HF id or local folder
 def generate_vllm(model,  # model name, alias, HF id or local folder, or an already built `vllm.LLM`
                   prompts:list,  # chat-message lists, one per prompt
                   n:int=1,  # samples per prompt
-                  temperature:float=0.6,  # sampling temperature; 0 is greedy
-                  top_p:float=0.95,  # nucleus sampling mass
-                  max_new_tokens:int=512,  # generation budget per sample
+                  temperature:float=TABLE6.eval_temperature,  # sampling temperature (Table 6's validation); 0 is greedy
+                  top_p:float=TABLE6.eval_top_p,  # nucleus sampling mass (Table 6's validation)
+                  max_new_tokens:int=GENERATE_MAX_NEW_TOKENS,  # generation budget per sample
                   seed:int=0,  # sampling seed (of the engine and of each request)
                   tensor_parallel_size:int=1,  # GPUs the engine shards the model over
                   max_model_len:int|None=None,  # the engine's context length, prompt + completion (None: the model's)
@@ -221,9 +224,9 @@ def _choice_record(choice) -> dict:
 def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' accepted)
                     prompts:list,  # chat-message lists, one per prompt
                     n:int=1,  # samples per prompt
-                    temperature:float|None=0.6,  # sampling temperature (None: not sent)
-                    top_p:float|None=0.95,  # nucleus sampling mass (None: not sent)
-                    max_new_tokens:int|None=512,  # generation budget per sample, sent as `max_tokens` (None: not sent)
+                    temperature:float|None=TABLE6.eval_temperature,  # sampling temperature, Table 6's validation (None: not sent)
+                    top_p:float|None=TABLE6.eval_top_p,  # nucleus sampling mass, Table 6's validation (None: not sent)
+                    max_new_tokens:int|None=GENERATE_MAX_NEW_TOKENS,  # generation budget per sample, sent as `max_tokens` (None: not sent)
                     base_url:str|None=None,  # the endpoint (default: $OPENAI_BASE_URL, else OpenAI's)
                     api_key:str|None=None,  # the key (default: $OPENAI_API_KEY)
                     workers:int=8,  # concurrent requests

@@ -17,6 +17,8 @@ import torch
 from filelock import FileLock
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+from .paper import TABLE6
+
 # %% ../nbs/05_models.ipynb #c005
 MODEL_ALIASES = {f"Qwen3-{size}": f"Qwen/Qwen3-{size}" for size in ("0.6B", "1.7B", "4B", "8B", "14B", "32B")}
 MODEL_ALIASES["Olmo-3-7B-Instruct"] = "allenai/Olmo-3-7B-Instruct"
@@ -48,7 +50,7 @@ def chat_template_kwargs(
     "Keyword arguments for rendering `name`'s chat template as in the paper: Qwen3's thinking mode off."
     model_id = resolve_model_name(name) if name is not None else ""
     is_qwen3 = Path(model_id.rstrip("/")).name.lower().startswith("qwen3")
-    return {"enable_thinking": False} if is_qwen3 or "enable_thinking" in _template_text(tokenizer) else {}
+    return {"enable_thinking": TABLE6.thinking_mode} if is_qwen3 or "enable_thinking" in _template_text(tokenizer) else {}
 
 
 def apply_chat_template(

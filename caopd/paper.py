@@ -47,6 +47,11 @@ class Table6:
         v, show = getattr(self, name), lambda x: f'{x:g}' if isinstance(x, float) else str(x)
         return 'Table 6: ' + (', '.join(map(show, v)) if isinstance(v, tuple) else show(v))
 
+    @property
+    def divergence(self) -> str:
+        "The distillation divergence as `caopd.loss.DIVERGENCES` names it: 'Reverse-KL' is 'reverse_kl'."
+        return self.distillation_divergence.lower().replace('-', '_')
+
 def _parse(value:str, kind:type):
     if kind is bool:
         if value not in ('True', 'False'): raise ValueError(f"{value!r} is not True or False")

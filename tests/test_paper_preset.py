@@ -14,7 +14,8 @@ from caopd.estimators import target_denominator
 from caopd.methods import TRAINABLE
 from caopd.train import dry_run
 
-PAPER = Path(__file__).resolve().parents[1]/'data'/'paper'
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = ROOT/'data'/'paper'
 TEX = Path(__file__).resolve().parents[2]/'shared'/'paper'/'caopd.tex'
 SDFT_FAMILY, SDPO_FAMILY = ('sdft', 'caopd-sdft', 'caopd-sdft-tasc'), ('sdpo', 'caopd-sdpo')
 
@@ -301,7 +302,45 @@ def test_table6_values_are_written_once():
             if isinstance(v, (int, float)) and not isinstance(v, bool): numbers |= {str(v), f'{v:g}', repr(v)}
     number = '|'.join(map(re.escape, sorted(numbers, key=len, reverse=True)))
     spelled = re.compile(r'Table 6[^;)"\n]*?(?<![\w.{])(' + number + r')(?![\w.])')  # a number in the clause citing it
-    found = [f'{p.name}:{i}: {line.strip()}' for p in sorted((TEX.parents[2]/'main'/'caopd').glob('*.py'))
+    code = sorted((ROOT/'caopd').glob('*.py'))
+    assert len(code) > 30  # the package's modules, wherever the checkout is
+    found = [f'{p.name}:{i}: {line.strip()}' for p in code
              if p.name not in ('paper.py', '_modidx.py')
              for i, line in enumerate(p.read_text().splitlines(), 1) if 'Table 6' in line and spelled.search(line)]
     assert not found, 'Table 6 values typed again (read them from caopd.paper.TABLE6):\n' + '\n'.join(found)
+
+
+# What each default that is a Table 6 value becomes when the transcription says otherwise (the text above: before)
+CHANGED = dict(eval_temperature=0.123, eval_top_p=0.456, distillation_topk=7, thinking_mode=True,
+               distillation_divergence='Forward-KL', is_clip=5.0, K=3)
+
+
+def test_table6_defaults_are_read_not_retyped():
+    """Each default of the package that is a Table 6 value follows `caopd.paper.TABLE6`: in a process whose TABLE6 says
+    otherwise before the rest of caopd is imported, the sampling defaults of the three generation backends, the loss's
+    divergence and top-K, the configs' fields and the chat template's thinking switch all change with it."""
+    import json, subprocess, sys
+    script = f"""
+import dataclasses, inspect, json
+import caopd.paper as paper
+paper.TABLE6 = dataclasses.replace(paper.TABLE6, **{CHANGED!r})
+from caopd import arguments, config, generation, loss, models
+arg = lambda f, name: inspect.signature(f).parameters[name].default
+field = lambda c, name: next(f.default for f in dataclasses.fields(c) if f.name == name)
+got = dict(eval_temperature=[arg(f, 'temperature') for f in (generation.generate, generation.generate_vllm, generation.generate_openai)]
+                             + [arguments.PRESETS['paper']['eval_temperature']],
+           eval_top_p=[arg(f, 'top_p') for f in (generation.generate, generation.generate_vllm, generation.generate_openai)]
+                       + [arguments.PRESETS['paper']['eval_top_p']],
+           distillation_topk=[arg(loss.per_token_divergence, 'topk'), arg(loss.caopd_loss, 'topk'),
+                              field(config.CaOPDSDFTConfig, 'distillation_topk'), field(config.CaOPDSDPOConfig, 'distillation_topk')],
+           alpha=[arg(loss.per_token_divergence, 'alpha'), arg(loss.caopd_loss, 'alpha'),
+                  field(config.CaOPDSDFTConfig, 'distillation_alpha'), field(config.CaOPDSDPOConfig, 'distillation_alpha')],
+           is_clip=[arg(loss.caopd_loss, 'is_clip')],
+           K=[arguments.PRESETS['paper']['K']],
+           thinking=[models.chat_template_kwargs('Qwen3-8B')['enable_thinking']])
+print(json.dumps(got))
+"""
+    got = json.loads(subprocess.run([sys.executable, '-c', script], capture_output=True, text=True, check=True).stdout)
+    want = dict(eval_temperature=0.123, eval_top_p=0.456, distillation_topk=7, alpha=0.0, is_clip=5.0, K=3, thinking=True)
+    for name, values in got.items():
+        assert values == [want[name]] * len(values), (name, values)
