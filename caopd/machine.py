@@ -10,26 +10,32 @@ from .cli import Refusal
 from .memory import PAPER_MODELS, model_spec
 
 # %% auto #0
-__all__ = ['MIN_DRIVER', 'PYPI_TORCH_CUDA', 'VERSION_PACKAGES', 'CPU_MAX_PARAMS', 'cuda_status', 'no_gpu_reason', 'no_gpu_fixes',
-           'declared_ranges', 'version_table', 'versions_markdown', 'cpu_sized', 'NoGPUError', 'cpu_refusal',
-           'gpu_refusal']
+__all__ = ['MIN_DRIVER', 'PYPI_TORCH_CUDA', 'VERSION_PACKAGES', 'CPU_MAX_PARAMS', 'nvidia_smi', 'cuda_status', 'no_gpu_reason',
+           'no_gpu_fixes', 'declared_ranges', 'version_table', 'versions_markdown', 'cpu_sized', 'NoGPUError',
+           'cpu_refusal', 'gpu_refusal']
 
 # %% ../nbs/11_machine.ipynb #c034b
 # The oldest Linux NVIDIA driver each CUDA major version runs on (NVIDIA's CUDA Toolkit release notes, table "CUDA
 # Toolkit and Minimum Required Driver Version for CUDA Minor Version Compatibility")
 MIN_DRIVER = {11: '450.80.02', 12: '525.60.13', 13: '580'}
 
+def nvidia_smi(query:str, # `--query-gpu` fields, comma separated (e.g. 'name,mig.mode.current')
+               units:bool=True, # False: `nounits` (numbers alone)
+              ) -> str | None:
+    "What `nvidia-smi --query-gpu=<query> --format=csv,noheader` prints, a line per GPU; None where it is missing or fails. The one reader of nvidia-smi."
+    import shutil, subprocess
+    if not shutil.which('nvidia-smi'): return None
+    try: res = subprocess.run(['nvidia-smi', f'--query-gpu={query}', '--format=csv,noheader' + ('' if units else ',nounits')],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError): return None
+    return res.stdout if res.returncode == 0 else None
+
 def cuda_status() -> dict:
     "What torch can tell about CUDA here: its build, the devices it sees, and the NVIDIA driver (None where it cannot tell)."
-    import shutil, subprocess, torch
+    import torch
     build, available = torch.version.cuda, torch.cuda.is_available()  # build None: a CPU build of torch
-    driver = driver_cuda = None
-    if shutil.which('nvidia-smi'):
-        try:
-            out = subprocess.run(['nvidia-smi', '--query-gpu=driver_version', '--format=csv,noheader'],
-                                 capture_output=True, text=True, timeout=20).stdout.split()
-            driver = out[0] if out else None
-        except (OSError, subprocess.SubprocessError): pass
+    driver_cuda = None
+    driver = next(iter((nvidia_smi('driver_version') or '').split()), None)
     if build and hasattr(torch._C, '_cuda_getDriverVersion'):  # CUDA builds: cudaDriverGetVersion (0: no driver)
         try:
             v = torch._C._cuda_getDriverVersion()

@@ -4,7 +4,7 @@
 
 # %% ../nbs/14_smoke.ipynb #c002
 from __future__ import annotations
-import dataclasses, json, math, os, shutil, subprocess, sys, threading, time, traceback
+import dataclasses, json, math, os, shutil, sys, threading, time, traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,11 +64,9 @@ def parse_memory_used(text:str) -> list[float] | None:
 
 def gpu_memory_used() -> list[float] | None:
     "MiB used on each GPU now, by every process (nvidia-smi); None where nvidia-smi is missing or fails."
-    if not shutil.which('nvidia-smi'): return None
-    try: res = subprocess.run(['nvidia-smi', '--query-gpu=memory.used', '--format=csv,noheader,nounits'],
-                              capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError): return None
-    return parse_memory_used(res.stdout) if res.returncode == 0 else None
+    from caopd.machine import nvidia_smi
+    text = nvidia_smi('memory.used', units=False)
+    return None if text is None else parse_memory_used(text)
 
 class GPUPeak:
     "Context manager: the highest GPU memory used (GiB, any GPU, above its use at the start) while the block runs."
@@ -107,11 +105,9 @@ def parse_gpu_list(text:str) -> list[dict]:
 
 def nvidia_smi_gpus() -> list[dict] | None:
     "The GPUs nvidia-smi lists (all the node has: it ignores CUDA_VISIBLE_DEVICES); None where nvidia-smi is missing or fails."
-    if not shutil.which('nvidia-smi'): return None
-    try: res = subprocess.run(['nvidia-smi', '--query-gpu=name,mig.mode.current', '--format=csv,noheader'],
-                              capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError): return None
-    return parse_gpu_list(res.stdout) if res.returncode == 0 else None
+    from caopd.machine import nvidia_smi
+    text = nvidia_smi('name,mig.mode.current')
+    return None if text is None else parse_gpu_list(text)
 
 def devices_torch_should_see(gpus:list[dict], # `nvidia_smi_gpus()`
                              visible:str|None=None, # $CUDA_VISIBLE_DEVICES (None: unset)
