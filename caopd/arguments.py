@@ -20,7 +20,7 @@ from .runfolder import RunFolder, is_run
 # %% auto #0
 __all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'DTYPES', 'RUN_RULES', 'RECIPE_ENV', 'RUN_FIELDS',
            'RunArguments', 'check_run', 'RunSettings', 'node_gpus', 'resolve_settings', 'prompt_limit', 'cli_args',
-           'recipe_path', 'config_fields', 'run_parser', 'parse_args']
+           'recipe_path', 'trl_fields_dataclass', 'run_parser', 'parse_args']
 
 # %% ../nbs/11a_arguments.ipynb #c006
 PRESETS = {
@@ -461,7 +461,7 @@ def _recipe(name:str) -> dict:
 
 RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunArguments))  # the run arguments, by name (the train notebook's run parameters)
 
-def config_fields(method:str) -> type:
+def trl_fields_dataclass(method:str) -> type:
     "The fields of `method`'s TRL config that are not run arguments, as a dataclass of their own (`<Config>Fields`, its `trl_config` the config): what `run_parser` parses beside `RunArguments`."
     from caopd.baselines import method_spec
     cls = method_spec(method).classes()[1]
@@ -470,7 +470,7 @@ def config_fields(method:str) -> type:
         (f.name, hints[f.name], field(default=f.default, default_factory=f.default_factory, metadata=dict(f.metadata)))
         for f in dataclasses.fields(cls) if f.init and f.name not in skip],
         namespace=dict(trl_config=cls, _argument_group_name=f"fields of {cls.__name__}, the TRL config of method {method!r} "
-                       "(given, they go into trainer_overrides; the others are what caopd.run_config.trainer_config sets, "
+                       "(given, they go into trainer_overrides; the others are what caopd.run_config.trl_config_fields sets, "
                        "else TRL's default, shown)"))
 
 def _json_dict(text:str) -> dict:
@@ -519,7 +519,7 @@ def _run_parser_class() -> type:
 
     return RunParser
 
-def run_parser(config:type|None=None, # `config_fields(method)`: the TRL config fields parsed beside the run arguments
+def run_parser(config:type|None=None, # `trl_fields_dataclass(method)`: the TRL config fields parsed beside the run arguments
               ):
     "caopd-train's one parser: TRL's `TrlParser` (transformers' `HfArgumentParser`) over `RunArguments`, and `config`'s fields where given."
     return _run_parser_class()(config)
@@ -547,7 +547,7 @@ def parse_args(argv:list[str]|None=None) -> RunArguments:
         ns, rest = parser.parse_known_args(argv)
     if getattr(ns, 'help', False):
         named = 'method' in recipe or any(w.split('=')[0] == '--method' for w in argv)
-        if named: parser = run_parser(config_fields(ns.method)); parser.set_defaults_with_config(**recipe)
+        if named: parser = run_parser(trl_fields_dataclass(ns.method)); parser.set_defaults_with_config(**recipe)
         parser.print_help()
         raise SystemExit(0)
     if rest and not rest[0].startswith('-'): raise unknown_refusal(rest[:1], [], 'caopd-train')  # a stray value
@@ -560,7 +560,7 @@ def parse_args(argv:list[str]|None=None) -> RunArguments:
     if 'output_dir' in {*extra, *given, *(run.trainer_overrides or {})}:
         raise Refusal("output_dir is the run folder's trainer/ (checkpoints go to <out>/trainer): choose the run folder "
                       "with --out instead")
-    parser = run_parser(config_fields(run.method))  # the same parser, with the method's TRL config fields beside
+    parser = run_parser(trl_fields_dataclass(run.method))  # the same parser, with the method's TRL config fields beside
     def refuse(words, at): return unknown_refusal(words, [*RUN_FIELDS, *parser.trl_fields], 'caopd-train', at,
                                                   f' nor a field of {parser.trl_config.__name__} (method {run.method!r})')
     def trl_given(words, at):  # the TRL fields `words` give (only those: the others are not in the namespace)

@@ -29,9 +29,9 @@ _log = logging.getLogger('caopd.evaluation')  # the library's messages (caopd/__
 __all__ = ['BREAKDOWNS', 'EXPECTED', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'AGREEMENT_FILE', 'reward_correct',
            'score_completion', 'score_completions', 'report_markdown', 'breakdown_key', 'readout_fields',
            'expected_report', 'records_report', 'breakdown', 'breakdown_markdown', 'prompts_sha256', 'kept_records',
-           'open_run', 'EvalArguments', 'eval_arguments', 'evaluate', 'expected_markdown', 'write_run', 'write_report',
-           'rescore', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'evaluation_markdown',
-           'main']
+           'open_run', 'EvalArguments', 'checked_eval_arguments', 'evaluate', 'expected_markdown', 'write_run',
+           'write_report', 'rescore', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol',
+           'evaluation_markdown', 'main']
 
 # %% ../nbs/10_evaluation.ipynb #c026
 def reward_correct(verifier, # a TRL reward function `f(prompts, completions, completion_ids, **columns) -> list[float]`
@@ -276,7 +276,7 @@ EVALUATE_RULES = {  # parameter: (rule, why); None: the default
     'agreement_samples': (integer(0), '0 draws none; each costs one more generation per question'),
 }
 
-def eval_arguments(args:EvalArguments|None=None, # options made earlier (None: the defaults)
+def checked_eval_arguments(args:EvalArguments|None=None, # options made earlier (None: the defaults)
                    **options, # fields of `EvalArguments` over them
                   ) -> EvalArguments:
     "`args` with `options` over it, checked; an unknown option is refused naming the fields."
@@ -394,7 +394,7 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
     if verifier is not None: check_verifier(verifier, None, 'evaluate')  # a function, before any work
     if is_pair and not name:
         raise ValueError("evaluate((model, tokenizer), ...) needs name=...: the name to record for this in-memory model")
-    a = eval_arguments(args, **{k: v for k, v in dict(domain=domain, split=split).items() if v is not None}, **options,
+    a = checked_eval_arguments(args, **{k: v for k, v in dict(domain=domain, split=split).items() if v is not None}, **options,
                        **({} if is_pair else dict(model=str(model))))  # checked (EVALUATE_RULES) before any work
     backend, dtype = resolve_backend(model, a.backend), a.dtype
     model_name = name or str(model)

@@ -17,7 +17,7 @@ from .stages import Run, prepare
 _log = logging.getLogger('caopd.pipeline')  # the library's messages (caopd/__init__.py shows them)
 
 # %% auto #0
-__all__ = ['Evaluation', 'evaluation_args', 'evaluation_command', 'read_evaluation', 'evaluation_stage', 'training_stage',
+__all__ = ['Evaluation', 'run_eval_arguments', 'evaluation_command', 'read_evaluation', 'evaluation_stage', 'training_stage',
            'metrics_stage', 'run_metrics', 'scale_text', 'figures_stage', 'finish', 'rescore_run', 'run_all', 'main']
 
 # %% ../nbs/13a_pipeline.ipynb #p008
@@ -30,7 +30,7 @@ class Evaluation:
     elicited: dict | None  # the elicited confidence's (`elicit`), or None
     settings: dict  # what made it (model, backend, protocol, readout decimals)
 
-def evaluation_args(settings:RunSettings, # the run's settings
+def run_eval_arguments(settings:RunSettings, # the run's settings
                     model:str, # the model evaluated: the start, or the trained checkpoint
                     out:str|Path, # the evaluation's folder (`RunFolder.eval(which)`)
                    ) -> EvalArguments:
@@ -43,7 +43,7 @@ def evaluation_args(settings:RunSettings, # the run's settings
                          seed=settings.seed, dtype=settings.dtype,
                          readout_decimals=readout_decimals(settings))  # the expected stated confidence (ours), beside the stated
 
-def evaluation_command(args:EvalArguments, # `evaluation_args(...)`, or any evaluation's options
+def evaluation_command(args:EvalArguments, # `run_eval_arguments(...)`, or any evaluation's options
                       ) -> list[str]:
     "The `caopd-evaluate` command line (as `python -m caopd.evaluation`) of an evaluation: its options that differ from the defaults."
     return [sys.executable, '-m', 'caopd.evaluation', *cli_args(args)]
@@ -66,7 +66,7 @@ def evaluation_stage(run:Run, # `prepare(...)`
     from caopd.evaluation import elicit_confidence, evaluate
     from caopd.generation import resolve_backend
     s, out = run.settings, run.folder.eval(which)
-    args = evaluation_args(s, model, out)
+    args = run_eval_arguments(s, model, out)
     if resolve_backend(model, s.backend) == 'vllm':
         # a vLLM engine holds its GPU memory until its process ends, and training needs it next: a child process
         subprocess.run(evaluation_command(dataclasses.replace(args, backend='vllm', dtype=None)), check=True)

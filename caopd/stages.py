@@ -9,7 +9,7 @@ import dataclasses, functools, importlib.util, json, logging, os, time
 from .cli import Refusal
 from .arguments import RunArguments, RunSettings, resolve_settings
 from .memory import check_plan
-from .run_config import method_args
+from .run_config import build_trl_config
 from .runfolder import RunFolder
 
 _log = logging.getLogger('caopd.stages')  # the library's messages (caopd/__init__.py shows them)
@@ -112,7 +112,7 @@ def check_start(settings:RunSettings, # the run's settings (`resolve_settings(..
     if missing:  # transformers would fail only once the trainer is built, after the warm-up, with the folder claimed
         raise Refusal(f"report_to={settings.report_to!r}: {', '.join(missing)} is not installed: pip install {' '.join(missing)}, "
                       f"or report_to='none'")
-    method_args(settings, folder)  # the method's config checks its own fields (caopd.config)
+    build_trl_config(settings, folder)  # the method's config checks its own fields (caopd.config)
 
 def process_record() -> dict:
     "What this process runs on, for `settings.json`: the packages and the checkout's git commit (part of the run's identity), and its SDPA backends, cuDNN's switched off where it returns NaN (`caopd.guards.guard_attention`)."

@@ -11,7 +11,7 @@ from .cli import Refusal, refusals
 from .arguments import RunArguments, RunSettings, parse_args, resolve_settings
 from .launch import cuda_visible_devices, launch_command, server_command
 from .memory import run_memory_plan, server_plan
-from .run_config import lora_config, lora_fields, method_args, trainer_config
+from .run_config import lora_config, lora_fields, build_trl_config, trl_config_fields
 from .runfolder import RunFolder
 from .stages import is_main_process, prepare, select_prompts
 
@@ -127,7 +127,7 @@ def _fit(settings:RunSettings, folder:RunFolder, train_rows, t0:float) -> RunFol
     log, guard = RunFolderLog(folder), NonFiniteGuard()  # a step whose loss or gradient is not finite is skipped
     trainer = build_trainer(settings.method, settings.start, settings.domain, train_dataset=train_rows,
                             output_dir=folder.trainer, peft_config=lora_config(settings),
-                            callbacks=[StepTimer(), guard, log, StopWhenTrained()], **trainer_config(settings, folder))
+                            callbacks=[StepTimer(), guard, log, StopWhenTrained()], **trl_config_fields(settings, folder))
     log.trainer = trainer
     guard.attach(trainer)
     try: trainer.train(resume_from_checkpoint=last)
@@ -210,7 +210,7 @@ def dry_run(run:RunArguments, settings:RunSettings|None=None, verbose:bool=True)
     "Build every config of `run`, print the launch command and the memory plan; raise when the plan cannot fit."
     settings = settings or resolve_settings(dataclasses.replace(run, dry_run=True))  # a plan: no GPU or vLLM needed here
     folder = RunFolder(settings.out)
-    args = method_args(settings, folder)
+    args = build_trl_config(settings, folder)
     default = lambda f: f.default_factory() if f.default is dataclasses.MISSING else f.default
     from transformers import TrainingArguments  # what transformers' __post_init__ makes of a default (debug '' -> [])
     plain, base = TrainingArguments(output_dir=str(folder.trainer)), {f.name: f for f in dataclasses.fields(TrainingArguments)}

@@ -69,7 +69,7 @@ def test_the_launched_process_trains_the_parents_plan(name, node, tmp_path):
     from caopd.arguments import RunArguments
     from caopd.launch import launch_command, server_command
     from caopd.stages import prepare
-    from caopd.run_config import trainer_config
+    from caopd.run_config import trl_config_fields
     gpus, params, launcher, seen = CASES[name]
     node(gpus)
     run = RunArguments(**params, out=str(tmp_path/'run'))
@@ -83,7 +83,7 @@ def test_the_launched_process_trains_the_parents_plan(name, node, tmp_path):
     assert got['visible'] == (len(seen.split(',')) if narrowed else int(seen))
     if narrowed: assert env['CUDA_VISIBLE_DEVICES'] == seen
     assert got['settings'] == prepared.folder.read_settings() == prepared.settings.record()  # the record, unchanged
-    parent = json.loads(json.dumps(trainer_config(prepared.settings, prepared.folder), default=str))
+    parent = json.loads(json.dumps(trl_config_fields(prepared.settings, prepared.folder), default=str))
     assert got['config'] == parent and got['prompts'] == prepared.settings.n_train_prompts
     if prepared.settings.vllm_mode == 'server':  # the server on the GPUs the training does not see
         server = server_command(prepared.settings)

@@ -16,7 +16,7 @@ def test_first_step_mu_hat_is_the_evaluated_policys_accuracy(tmp_path):
     from caopd.runfolder import RunFolder
     from caopd.arguments import RunArguments, resolve_settings
     from caopd.stages import select_prompts, warmup_stage
-    from caopd.run_config import trainer_config
+    from caopd.run_config import trl_config_fields
     from caopd.verifiers import verify
 
     n_prompts, K = 16, 8
@@ -30,7 +30,7 @@ def test_first_step_mu_hat_is_the_evaluated_policys_accuracy(tmp_path):
     start = settings.start
     rows = train_rows.select(range(n_prompts))  # the first step's prompts (levels interleaved)
 
-    cfg = {**trainer_config(settings, folder), 'per_device_train_batch_size': n_prompts * K,
+    cfg = {**trl_config_fields(settings, folder), 'per_device_train_batch_size': n_prompts * K,
            'gradient_accumulation_steps': 1, 'save_strategy': 'no', 'disable_tqdm': True}
     trainer = build_trainer('caopd-sdft', start, 'arithmetic', train_dataset=rows, output_dir=tmp_path/'trainer', **cfg)
     gen = trainer.generation_config  # the rollouts are sampled as the evaluation samples

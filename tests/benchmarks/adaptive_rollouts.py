@@ -45,12 +45,12 @@ def trainers(start:str, out:Path, seed:int):
     from caopd.runfolder import RunFolder
     from caopd.arguments import RunArguments, check_run, resolve_settings
     from caopd.stages import select_prompts
-    from caopd.run_config import trainer_config
+    from caopd.run_config import trl_config_fields
     run = RunArguments(preset='cpu', domain='arithmetic', seed=seed, out=str(out / 'settings'))
     check_run(run)
     settings = resolve_settings(run)
     rows, _, settings = select_prompts(settings)
-    cfg = trainer_config(settings, RunFolder(out / 'settings'))
+    cfg = trl_config_fields(settings, RunFolder(out / 'settings'))
     cfg.update(save_strategy='no', report_to='none', disable_tqdm=True)
     built = {name: build_trainer('caopd-sdft', start, 'arithmetic', train_dataset=rows, output_dir=out / name,
                                  **cfg, **extra) for name, extra in VARIANTS.items()}

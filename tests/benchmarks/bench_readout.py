@@ -23,7 +23,7 @@ from caopd.arguments import RunSettings
 from caopd.evaluation import evaluate
 from caopd.io import read_jsonl
 from caopd.models import chat_template_kwargs, load_model
-from caopd.pipeline import evaluation_args
+from caopd.pipeline import run_eval_arguments
 from caopd.runfolder import RunFolder
 from caopd.run_config import readout_decimals
 
@@ -44,7 +44,7 @@ folder = RunFolder(a.run)
 settings = RunSettings(**folder.read_settings())  # a run made by today's caopd records every field
 model = str(folder.warmup/'checkpoint')
 records = read_jsonl(folder.eval('before')/'records.jsonl')
-args = dataclasses.replace(evaluation_args(settings, model, folder.eval('before')), out=None, backend='transformers')  # written nowhere
+args = dataclasses.replace(run_eval_arguments(settings, model, folder.eval('before')), out=None, backend='transformers')  # written nowhere
 decimals = readout_decimals(settings)
 assert args.readout and args.readout_decimals == decimals, (args.readout, args.readout_decimals, decimals)
 lm, tok = load_model(model, dtype=settings.dtype)

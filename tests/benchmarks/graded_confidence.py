@@ -257,11 +257,11 @@ def main():
     a = ap.parse_args()
     from caopd.baselines import build_trainer
     from caopd.models import load_model
-    from caopd.run_config import trainer_config
+    from caopd.run_config import trl_config_fields
     from caopd.runfolder import RunFolder
     work = Path(a.work or tempfile.mkdtemp(prefix='graded-confidence-'))
     start, settings, train_rows, warmup_rows = warm_start(work, a.seed, a.start)
-    cfg = trainer_config(settings, RunFolder(work))
+    cfg = trl_config_fields(settings, RunFolder(work))
     with contextlib.redirect_stdout(sys.stderr):
         trainer = build_trainer('caopd-sdft', start, 'arithmetic', train_dataset=train_rows, output_dir=work/'trainer', **cfg)
     rows = train_rows[:a.n]

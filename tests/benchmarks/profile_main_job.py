@@ -55,7 +55,7 @@ def main():
     import torch
     from caopd.data import data_dir
     from caopd.evaluation import evaluate
-    from caopd.pipeline import evaluation_args
+    from caopd.pipeline import run_eval_arguments
     from caopd.train import accept_record
     from caopd.runfolder import RunFolder
     run = RunFolder(folder)  # what the training stage writes, left out of the copy: the run is trained there afresh
@@ -70,7 +70,7 @@ def main():
         print(f"{folder}: {settings.method}, {settings.max_steps} steps; torch threads {torch.get_num_threads()}, "
               f"{os.cpu_count()} cores")
         prof, t0 = cProfile.Profile(), time.perf_counter()
-        args = dataclasses.replace(evaluation_args(settings, settings.start, work/'eval'), backend='transformers')
+        args = dataclasses.replace(run_eval_arguments(settings, settings.start, work/'eval'), backend='transformers')
         prof.runcall(evaluate, settings.start, args=args, progress=False)  # as caopd.pipeline.evaluation_stage calls it
         show('evaluation of the start', *shares(pstats.Stats(prof), PARTS['evaluation']), time.perf_counter() - t0)
         t0 = time.perf_counter()
