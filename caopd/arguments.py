@@ -10,7 +10,7 @@ from pathlib import Path
 
 from .cli import (HelpFormatter, Refusal, add_negation, boolean, check_fields, option, integer, json_object,
                        named, none_or, nonempty, one_of, real, unknown_refusal)
-from .data import check_domain
+from .domains import check_domain
 from .generation import BACKENDS
 from .methods import SAMPLING_SCHEMES, check_method, sampling_fields
 from .paper import DEFAULT_LEARNING_RATE, TABLE6
@@ -309,7 +309,7 @@ def _world(run:RunArguments, preset:str, server_gpus:int=0) -> int:
 def resolve_settings(run:RunArguments) -> RunSettings:
     "Everything `settings.json` records about `run`: the preset filled in, the protocol, the batch arithmetic (no side effect; `caopd.stages.prepare` adds this process's environment)."
     import torch
-    from caopd.data import check_domain
+    from caopd.domains import check_domain
     from caopd.provenance import check_no_credentials
     from caopd.evaluation import protocol
     from caopd.machine import version_table
@@ -415,7 +415,7 @@ def cli_args(run, # a `RunArguments`, or another arguments dataclass (`caopd.eva
 
 def recipe_path(name:str) -> Path:
     "A recipe or launcher configuration: a path, or the name of one caopd ships in `data/recipes/` (a wheel's copy too)."
-    from caopd.data import shipped_file
+    from caopd.sources import shipped_file
     return shipped_file(name, 'data/recipes', 'recipe')
 
 # %% ../nbs/11a_arguments.ipynb #c037

@@ -14,7 +14,8 @@ from trl import GRPOConfig, GRPOTrainer
 
 from .confidence import parse_confidence
 from .config import CaOPDConfig, CaOPDSDFTConfig, CaOPDSDPOConfig, document_fields
-from .data import check_domain, load_domain
+from .data import load_domain
+from .domains import check_domain
 from .methods import METHODS, TRAINABLE, check_method
 from .paper import DEFAULT_LEARNING_RATE, TABLE6
 from .models import chat_template_kwargs, load_tokenizer, model_path

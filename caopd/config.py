@@ -17,7 +17,7 @@ with warnings.catch_warnings():
     from trl.experimental.sdpo import SDPOConfig
 
 from .cli import Refusal, check_fields, integer, one_of, real
-from .data import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
+from .domains import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
 from .loss import PAPER_ALPHA
 from .paper import DEFAULT_LEARNING_RATE, TABLE6
 
@@ -166,7 +166,7 @@ class CaOPDConfig:
     distillation_add_tail: bool = field(default=True, metadata={"help": (
         "Top-K distillation keeps the mass outside the student's top K as one tail bucket (the SDPO reference "
         "configuration; Table 6 is silent). Off: TRL's default, the top K renormalised, which can hide the teacher's "
-        "preference for the digits of mu_hat when the student ranks them low (nbs/06_loss.ipynb).")})
+        "preference for the digits of mu_hat when the student ranks them low (nbs/05c_loss.ipynb).")})
     distillation_is_clip: float | None = field(default=TABLE6.is_clip, metadata={"help": (
         f"Clip of the rollout importance-sampling ratio (Table 6: {TABLE6.is_clip:g}); never applied at rewritten positions. TRL 1.16 "
         "computes the rollout log-probs the ratio needs only when one generation batch feeds several optimizer steps "
@@ -255,7 +255,7 @@ class CaOPDSDFTConfig(CaOPDConfig, SDFTConfig):
     "`SDFTConfig` with CaOPD's fields and the paper's defaults (Table 6)."
     teacher_prompt_template: str = field(default=SDFT_TEACHER_TEMPLATE, metadata={"help": (
         "Teacher prompt from {prompt} and {privileged_context} (the gold demonstration); default: the paper's "
-        "(Appendix D.3, `caopd.data.SDFT_TEACHER_TEMPLATE`).")})
+        "(Appendix D.3, `caopd.domains.SDFT_TEACHER_TEMPLATE`).")})
     confidence_target: str = field(default="verifier", metadata={"help": (
         "What R(x, a_k) in mu_hat is: 'verifier' (the paper's objective verifier, against the gold answer) or 'ta-sc' "
         "(Teacher-Anchored Self-Consistency: agreement with one reference a_ref ~ pi(.|x, z) sampled from the teacher "
@@ -279,9 +279,9 @@ class CaOPDSDPOConfig(CaOPDConfig, SDPOConfig):
     "`SDPOConfig` with CaOPD's fields and the paper's defaults (Table 6)."
     solution_template: str = field(default=SDPO_SOLUTION_TEMPLATE, metadata={"help": (
         "How the successful sibling rollout is shown ({successful_previous_attempt}); default: the paper's "
-        "(Appendix D.3, `caopd.data.SDPO_SOLUTION_TEMPLATE`).")})
+        "(Appendix D.3, `caopd.domains.SDPO_SOLUTION_TEMPLATE`).")})
     reprompt_template: str = field(default=SDPO_REPROMPT_TEMPLATE, metadata={"help": (
-        "Teacher prompt from {prompt}, {solution} and {feedback}; default: the paper's (`caopd.data.SDPO_REPROMPT_TEMPLATE`).")})
+        "Teacher prompt from {prompt}, {solution} and {feedback}; default: the paper's (`caopd.domains.SDPO_REPROMPT_TEMPLATE`).")})
     no_solution_template: str = field(
         default="\n\nSuccess rate of your own attempts at this question:\nConfidence: {confidence}\n", metadata={"help": (
             "Teacher context of a sample with no successful sibling rollout, in place of solution_template; "

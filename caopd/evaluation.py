@@ -11,7 +11,8 @@ from .io import append_jsonl, write_jsonl
 from .cli import (Refusal, check_fields, dataclass_parser, option, integer, json_object, named, nonempty, one_of, real,
                        refusals, with_arguments)
 from .confidence import parse_confidence
-from .data import PAPER_DOMAINS, check_domain, load_domain
+from .data import load_domain
+from .domains import PAPER_DOMAINS, check_domain
 from .paper import TABLE6
 from .generation import (BACKENDS, _generate_batches, generate, generate_openai, generate_vllm, api_base_url,
                               resolve_backend, vllm_engine)

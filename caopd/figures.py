@@ -17,7 +17,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .data import DOMAIN_NAMES
+from .domains import DOMAIN_NAMES
 from .metrics import aurc, confidence_counts, reliability_bins, risk_coverage
 from .tables import (ACCURACY_KEYS, METRIC_TITLES, METHOD_NAMES, METHOD_COLORS, SETTING_COLORS, SOURCE_SYMBOLS,
                           PALETTE, check_long, name_detail, entity_names, log_metric, method_color, model_size, wide_table)

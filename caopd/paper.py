@@ -10,7 +10,7 @@ import csv, typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from .data import shipped_path
+from .sources import shipped_path
 
 # %% ../nbs/03b_paper.ipynb #c005
 TABLE6_FILE = 'table6_hyperparameters.csv'  # in data/paper (a wheel: caopd/_data/data/paper)

@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .data import PAPER_DOMAINS
+from .domains import PAPER_DOMAINS
 from .tables import METHOD_NAMES, wide_table
 from .methods import TRAINABLE  # the methods a training run can make
 from .io import read_jsonl

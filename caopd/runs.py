@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .arguments import RUN_FIELDS, RunArguments, _recipe, parse_args, resolve_settings
 from .cli import Refusal, command, named
-from .data import shipped_file, shipped_path
+from .sources import shipped_file, shipped_path
 from .metrics import REPORT_KEYS
 from .io import markdown_table, read_json, write_json
 from .memory import run_memory_plan

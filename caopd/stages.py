@@ -28,7 +28,8 @@ def select_prompts(settings:RunSettings, # `resolve_settings(...)`
                   ) -> tuple:
     "(train_rows, warmup_rows or None, settings): the settings that record their counts and digests (with the test prompts')."
     from datasets import concatenate_datasets
-    from caopd.data import interleaved_order, load_domain
+    from caopd.arithmetic import interleaved_order
+    from caopd.data import load_domain
     from caopd.evaluation import prompts_sha256
     from caopd.warmup import FormatWarmupConfig
     @functools.cache  # the training domain is usually a warm-up domain too: load and shuffle it once

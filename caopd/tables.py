@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .data import shipped_path
+from .sources import shipped_path
 from .methods import METHODS
 
 # %% auto #0

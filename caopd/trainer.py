@@ -178,7 +178,7 @@ CAOPD_PAPER = {
 
 TRAIN_COLUMNS = {  # a column the trainers read: what it holds (the message of a dataset without it)
     "prompt": ("the question, as chat messages [{'role': 'user', 'content': ...}] whose last one ends with the "
-               "confidence instruction (caopd.data.CONFIDENCE_INSTRUCTION)"),
+               "confidence instruction (caopd.domains.CONFIDENCE_INSTRUCTION)"),
     "privileged_context": ("what the teacher is shown besides the question: a gold demonstration that ends with "
                            "'Confidence: 1.0' (CaOPD writes mu_hat over the value)"),
 }

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools, inspect, json, math, numbers, re
 
 from .cli import Refusal
-from .data import check_domain
+from .domains import check_domain
 
 # %% auto #0
 __all__ = ['ANY', 'UNKNOWN', 'MALFORMED', 'VERIFIERS', 'TRL_ARGUMENTS', 'answer_tag_span', 'extract_answer', 'answer_letter',

@@ -20,7 +20,8 @@ def audit(event, args):
         if args[2] & (os.O_WRONLY | os.O_RDWR | os.O_APPEND | os.O_CREAT): writes.append(['open', os.fsdecode(args[0])])
     elif event == 'os.rename' and ours(args[1]): writes.append(['rename', os.path.basename(os.fsdecode(args[1]))])
 sys.addaudithook(audit)
-from caopd.data import fixtures_dir, load_domain
+from caopd.data import load_domain
+from caopd.sources import fixtures_dir
 from caopd.runfolder import RunFolder
 from caopd.arguments import RunArguments, resolve_settings
 from caopd.stages import warmup_stage

@@ -6,7 +6,8 @@ import torch
 from trl import GRPOTrainer
 
 from caopd.baselines import TRAINERS, build_trainer
-from caopd.data import fixtures_dir, load_domain
+from caopd.data import load_domain
+from caopd.sources import fixtures_dir
 from caopd.models import tiny_model
 from caopd.testing import script_rollouts
 

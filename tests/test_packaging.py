@@ -144,18 +144,18 @@ def test_wheel_reads_its_data_outside_the_checkout(wheel, tmp_path):
     res = subprocess.run([sys.executable, '-m', 'pip', 'install', '--no-deps', '--disable-pip-version-check', '--no-index',
                           '--target', str(site), str(wheel)], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
-    code = ("import caopd, caopd.tables as t, caopd.data as d; from pathlib import Path\n"
+    code = ("import caopd, caopd.tables as t, caopd.data as d, caopd.sources as s; from pathlib import Path\n"
             f"assert Path(caopd.__file__).is_relative_to({str(site)!r}), caopd.__file__\n"
-            "assert d.repo_root() is None\n"
+            "assert s.repo_root() is None\n"
             "from caopd.arguments import recipe_path; assert recipe_path('accelerate_fsdp2.yaml').is_relative_to(Path(caopd.__file__).parent)\n"
-            "print(len(t.paper_table('table2_main_results_sdft')), len(d.load_chemistry('all', data_dir=d.fixtures_dir())))")
+            "print(len(t.paper_table('table2_main_results_sdft')), len(d.load_chemistry('all', data_dir=s.fixtures_dir())))")
     env = {k: v for k, v in os.environ.items() if k != 'PYTHONPATH'} | {'PYTHONPATH': str(site), 'CAOPD_OFFLINE': '1'}
     res = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert res.returncode == 0, res.stderr[-3000:]
     n_paper, n_fixtures = map(int, res.stdout.split())
     assert n_paper > 0 and n_fixtures == 10
     # shipped recipes, grids and the train notebook, by name from a folder that is no checkout
-    code = ("import caopd; from pathlib import Path; from caopd.runs import read_grid; from caopd.data import shipped_file\n"
+    code = ("import caopd; from pathlib import Path; from caopd.runs import read_grid; from caopd.sources import shipped_file\n"
             "pkg = Path(caopd.__file__).resolve().parent\n"
             "from caopd.arguments import recipe_path; assert recipe_path('qwen3-8b-chemistry-caopd-sdft-lora.yaml').is_relative_to(pkg)\n"
             "for g in ('cpu.yaml', 'nbs/grids/paper.yaml'): assert read_grid(g)['runs']\n"
@@ -199,7 +199,7 @@ def test_import_caopd_is_light_and_offers_the_first_names():
 def test_caopd_evaluate_is_the_function():
     "`caopd.evaluate(...)` is `caopd.evaluation.evaluate`, after the module was imported too."
     import caopd, caopd.evaluation
-    from caopd.data import fixtures_dir
+    from caopd.sources import fixtures_dir
     from caopd.evaluation import load_domain
     from caopd.testing import ScriptedAPI
     rows = load_domain('chemistry', 'test', data_dir=fixtures_dir())

@@ -199,7 +199,8 @@ def paper_steps(plans, tmp_path_factory):
     rollouts scripted (`caopd.testing.script_rollouts`). Of the K rollouts behind mu_hat RIGHT are right; SDFT's distilled
     rollout is right for the first question and wrong for the second, so a mu_hat that counted it would move."""
     from caopd.config import CaOPDSDFTConfig, CaOPDSDPOConfig
-    from caopd.data import fixtures_dir, load_domain
+    from caopd.data import load_domain
+    from caopd.sources import fixtures_dir
     from caopd.models import tiny_model
     from caopd.testing import script_rollouts
     from caopd.trainer import CaOPDSDFTTrainer, CaOPDSDPOTrainer

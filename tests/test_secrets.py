@@ -62,7 +62,7 @@ def test_grid_refuses_credentials_before_papermill_writes_them(tmp_path, capsys)
 
 def test_evaluate_refuses_credentials_in_the_endpoint(tmp_path, monkeypatch):
     "A password in --base_url (or $OPENAI_BASE_URL) or an Authorization header in --api_kwargs is refused, never echoed."
-    from caopd.data import fixtures_dir
+    from caopd.sources import fixtures_dir
     out = tmp_path/'eval'
     cmd = [sys.executable, '-m', 'caopd.evaluation', '--model', 'openai:m', '--data_dir', str(fixtures_dir()), '--out', str(out)]
     res = subprocess.run([*cmd, '--base_url', f'http://me:{S}@127.0.0.1:9/v1'], capture_output=True, text=True,
@@ -81,7 +81,7 @@ def test_evaluate_refuses_credentials_in_the_endpoint(tmp_path, monkeypatch):
 
 def test_credentials_in_the_environment_reach_no_file(tmp_path, monkeypatch):
     "HF_TOKEN, OPENAI_API_KEY and WANDB_API_KEY set: a dry run, a one-step training run and an API evaluation write them nowhere."
-    from caopd.data import fixtures_dir
+    from caopd.sources import fixtures_dir
     from caopd.evaluation import evaluate, load_domain
     from caopd.testing import ScriptedAPI
     from caopd.launch import launch_command, run_logged
@@ -124,7 +124,7 @@ def test_a_credential_in_the_query_string_is_refused_like_one_in_the_user_part(n
 
 def test_commands_refuse_a_credential_in_a_query_string(tmp_path, capsys):
     "caopd-evaluate --base_url and caopd-train --data_dir with `?token=...`: exit 2, one line, nothing written, the value not shown."
-    from caopd.data import fixtures_dir
+    from caopd.sources import fixtures_dir
     from caopd.train import main
     out = tmp_path/'eval'
     res = subprocess.run([sys.executable, '-m', 'caopd.evaluation', '--model', 'openai:m', '--data_dir', str(fixtures_dir()),

@@ -27,7 +27,8 @@ def verifier_returning(make):
 @pytest.fixture(scope='module')
 def tiny(tmp_path_factory):
     from transformers.utils import logging as hf_logging
-    from caopd.data import fixtures_dir, load_domain
+    from caopd.data import load_domain
+    from caopd.sources import fixtures_dir
     from caopd.models import tiny_model
     hf_logging.disable_progress_bar()
     logging.getLogger('trl').setLevel(logging.ERROR)

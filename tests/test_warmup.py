@@ -6,7 +6,8 @@ warnings.filterwarnings('ignore', category=FutureWarning)
 
 import pytest
 
-from caopd.data import fixtures_dir, load_domain
+from caopd.data import load_domain
+from caopd.sources import fixtures_dir
 from caopd.models import load_tokenizer, tiny_model
 from caopd.warmup import FormatWarmupConfig, MissingDemonstrationError, format_warmup, warmup_dataset
 

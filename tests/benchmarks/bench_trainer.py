@@ -51,7 +51,7 @@ from transformers import PrinterCallback, TrainerCallback, set_seed
 from transformers.utils import logging as hf_logging
 
 from trainer_helpers import tiny_model_dir
-from caopd.data import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
+from caopd.domains import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
 from caopd.generation import GENERATE_TOP_K
 from caopd.models import load_tokenizer
 from caopd.config import CaOPDSDFTConfig, CaOPDSDPOConfig

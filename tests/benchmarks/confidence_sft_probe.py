@@ -43,7 +43,8 @@ def main():
     a = ap.parse_args()
     check_start(a.start)
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from caopd.data import interleaved_order, load_domain
+    from caopd.arithmetic import interleaved_order
+    from caopd.data import load_domain
     target = dict(enumerate((float(t) for t in a.targets.split(',')), start=1))
     torch.manual_seed(a.seed)
     rng = np.random.default_rng(a.seed)

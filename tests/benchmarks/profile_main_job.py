@@ -53,7 +53,7 @@ def main():
         sys.exit(f"{folder}: give the main job's run folder as a path from the repository root (its settings.json "
                  "records paths from there), e.g. runs/train/smollm2-135m-instruct-arithmetic-caopd-sdft-seed0")
     import torch
-    from caopd.data import data_dir
+    from caopd.sources import data_dir
     from caopd.evaluation import evaluate
     from caopd.pipeline import run_eval_arguments
     from caopd.train import accept_record
