@@ -21,7 +21,8 @@ from .io import read_jsonl
 from .evaluation import records_report
 from .metrics import REPORT_KEYS, SELECTIVE_METRICS, calibration_report, interval_text
 from .runfolder import RunFolder, load_run
-from .runs import papermill_command, runs_table
+from .grid import papermill_command
+from .runs import runs_table
 
 # %% ../nbs/12a_reproduce.ipynb #rc056
 _RUN_METRICS = REPORT_KEYS  # every key of a calibration report: metrics, the stated subset, their intervals

@@ -17,7 +17,7 @@ The sources: the laptop grid's tables (`figures/arithmetic/*.csv` and `summary.m
 remakes from the runs in `figures/runs/cpu/`; `figures/gpu/summary.md` likewise from `figures/runs/gpu/`, and
 `figures/gpu-readout/` from `figures/runs/gpu-readout/`), the Chemistry L3 runs' evaluation records
 (`figures/runs/cpu/chemistry-*/eval/`, whose metrics are recomputed here), the memory plans of the recipes and the
-paper's grid (`caopd.runs.nodes_report`), the benchmarks' committed outputs beside their scripts
+paper's grid (`caopd.grid.nodes_report`), the benchmarks' committed outputs beside their scripts
 (`tests/benchmarks/estimators_outcomes.json`, `tests/benchmarks/adaptive_rollouts.json`), and the notebooks' own
 title cells (the README's reading order, the reproduce notebooks of `docs/paper-tables.md`).
 """
@@ -333,8 +333,8 @@ def readout_benchmark() -> str:
 # --- tables quoted from committed files whole or by rows ---
 
 def nodes() -> str:
-    "Which node each recipe and each run of the paper's grid fits (`caopd.runs.nodes_report`)."
-    from caopd.runs import nodes_report
+    "Which node each recipe and each run of the paper's grid fits (`caopd.grid.nodes_report`)."
+    from caopd.grid import nodes_report
     return nodes_report()
 
 
@@ -342,8 +342,9 @@ SLURM_EXAMPLE = ['nbs/grids/paper.yaml', '--executor', 'slurm', '--gpu', 'H200',
 SLURM_SHOWN = 'qwen3-8b-tooluse-caopd-sdft,ct-qwen3-8b-tooluse-chemistry-caopd-sdft,scaling-chemistry-Qwen3-32B-caopd-sdft'
 
 def slurm_jobs() -> str:
-    "What each job of the paper's grid asks SLURM for (`caopd.runs.jobs_markdown`), with SLURM_EXAMPLE's options."
-    from caopd.runs import cluster_options, jobs_markdown, read_grid
+    "What each job of the paper's grid asks SLURM for (`caopd.cluster.jobs_markdown`), with SLURM_EXAMPLE's options."
+    from caopd.cluster import cluster_options, jobs_markdown
+    from caopd.grid import read_grid
     grid = read_grid(SLURM_EXAMPLE[0])
     return jobs_markdown(grid['runs'], cluster_options(grid, time=SLURM_EXAMPLE[-1]))
 

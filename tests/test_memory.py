@@ -4,7 +4,7 @@ import pytest
 from conftest import ROOT
 from caopd.memory import (GIB, PAPER_MODELS, PUBLISHED_PARAMS, MemoryPlanError, ModelSpec, check_fits,
                           memory_plan, model_spec, plan_model, suggest_fixes)
-from caopd.runs import grid_plans, plans_markdown
+from caopd.grid import grid_plans, plans_markdown
 
 Q8 = PAPER_MODELS['Qwen/Qwen3-8B']
 

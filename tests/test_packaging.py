@@ -155,7 +155,7 @@ def test_wheel_reads_its_data_outside_the_checkout(wheel, tmp_path):
     n_paper, n_fixtures = map(int, res.stdout.split())
     assert n_paper > 0 and n_fixtures == 10
     # shipped recipes, grids and the train notebook, by name from a folder that is no checkout
-    code = ("import caopd; from pathlib import Path; from caopd.runs import read_grid; from caopd.sources import shipped_file\n"
+    code = ("import caopd; from pathlib import Path; from caopd.grid import read_grid; from caopd.sources import shipped_file\n"
             "pkg = Path(caopd.__file__).resolve().parent\n"
             "from caopd.arguments import recipe_path; assert recipe_path('qwen3-8b-chemistry-caopd-sdft-lora.yaml').is_relative_to(pkg)\n"
             "for g in ('cpu.yaml', 'nbs/grids/paper.yaml'): assert read_grid(g)['runs']\n"

@@ -129,7 +129,7 @@ GRID = 'nbs/grids/paper.yaml'
 
 @pytest.fixture(scope='module')
 def grid():
-    from caopd.runs import read_grid
+    from caopd.grid import read_grid
     return dict(read_grid(GRID)['runs'])
 
 
@@ -157,7 +157,7 @@ def test_grid_covers_ood_and_ct_for_both_models(grid):
 
 def test_every_paper_run_plans_on_the_node(grid):
     "Each run of the paper's grid fits four H200s as configured, Qwen3-14B and 32B included (FSDP2 CPU offload)."
-    from caopd.runs import plan_row
+    from caopd.grid import plan_row
     assert any('Qwen3-32B' in n for n in grid) and any('Qwen3-14B' in n for n in grid)
     for name in grid:
         r = plan_row(name, grid[name], fixes=False)
@@ -166,7 +166,7 @@ def test_every_paper_run_plans_on_the_node(grid):
 
 def test_api_grid_is_table10():
     "The API grid evaluates exactly Table 10's models other than the paper's own, with Table 6's validation settings."
-    from caopd.runs import read_grid
+    from caopd.grid import read_grid
     g = read_grid('nbs/grids/api.yaml')
     assert g['notebook'] == 'nbs/evaluate.ipynb'
     table10 = _rows('table10_api_chemistry.csv')

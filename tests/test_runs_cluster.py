@@ -91,7 +91,7 @@ def test_a_slurm_grid_without_a_time_limit_is_refused_in_one_line(tmp_path):
 
 
 def paper_run() -> str:
-    from caopd.runs import read_grid
+    from caopd.grid import read_grid
     return read_grid(ROOT/'nbs'/'grids'/'paper.yaml')['runs'][0][0]
 
 

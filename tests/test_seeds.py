@@ -92,7 +92,7 @@ def test_the_gpu_grid_remakes_the_committed_gpu_runs():
     "Every run of nbs/grids/gpu.yaml resolves to the run its committed folder holds (run.json), the code's commit aside."
     import dataclasses
     from caopd.runfolder import RunFolder, identity_diff, run_identity
-    from caopd.runs import read_grid
+    from caopd.grid import read_grid
     from caopd.arguments import RunArguments, resolve_settings
     from caopd.stages import process_record, select_prompts
     grid = read_grid(ROOT/'nbs'/'grids'/'gpu.yaml')

@@ -9,7 +9,7 @@ from conftest import ROOT
 def _train_runs() -> list:
     "(name, RunArguments, run folder or None) of the README main job (the notebook's defaults) and of every run of the train notebook's grids."
     from caopd.arguments import RunArguments
-    from caopd.runs import read_grid, run_params
+    from caopd.grid import read_grid, run_params
     runs = [('README main job', RunArguments(), None)]
     for path in sorted((ROOT/'nbs'/'grids').glob('*.yaml')):
         grid = read_grid(path)

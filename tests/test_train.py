@@ -30,7 +30,7 @@ def test_notebook_parameters_are_the_run_arguments():
 
 
 def _paper_runs():
-    from caopd.runs import read_grid
+    from caopd.grid import read_grid
     return read_grid(ROOT/'nbs'/'grids'/'paper.yaml')['runs']
 
 
