@@ -11,7 +11,8 @@ from .memory import PAPER_MODELS, model_spec
 
 # %% auto #0
 __all__ = ['MIN_DRIVER', 'PYPI_TORCH_CUDA', 'VERSION_PACKAGES', 'CPU_MAX_PARAMS', 'nvidia_smi', 'cuda_status', 'no_gpu_reason',
-           'no_gpu_fixes', 'declared_ranges', 'version_table', 'versions_markdown', 'cpu_sized', 'NoGPUError',
+           'no_gpu_fixes', 'parse_gpu_list', 'nvidia_smi_gpus', 'devices_torch_should_see', 'GPUUnusable',
+           'unusable_gpus', 'declared_ranges', 'version_table', 'versions_markdown', 'cpu_sized', 'NoGPUError',
            'cpu_refusal', 'gpu_refusal']
 
 # %% ../nbs/11_machine.ipynb #c034b
@@ -78,6 +79,54 @@ def no_gpu_fixes(status:dict|None=None, # `cuda_status()`
         return (f"update the NVIDIA driver to {s['min_driver']} or newer, or install a build of torch {v} for the CUDA "
                 f"version this driver supports ({s['driver_cuda'] or 'nvidia-smi shows it'}; https://download.pytorch.org/whl/)")
     return 'check that nvidia-smi lists the GPUs and that CUDA_VISIBLE_DEVICES does not hide them'
+
+# %% ../nbs/11_machine.ipynb #gc012b
+def parse_gpu_list(text:str) -> list[dict]:
+    "Each GPU of `nvidia-smi --query-gpu=name,mig.mode.current --format=csv,noheader` output: its name and whether MIG is on."
+    gpus = []
+    for line in filter(str.strip, text.splitlines()):
+        name, _, mig = line.rpartition(',') if ',' in line else (line, '', '')
+        gpus.append(dict(name=name.strip(), mig=mig.strip().lower() == 'enabled'))
+    return gpus
+
+def nvidia_smi_gpus() -> list[dict] | None:
+    "The GPUs nvidia-smi lists (all the node has: it ignores CUDA_VISIBLE_DEVICES); None where nvidia-smi is missing or fails."
+    from caopd.machine import nvidia_smi
+    text = nvidia_smi('name,mig.mode.current')
+    return None if text is None else parse_gpu_list(text)
+
+def devices_torch_should_see(gpus:list[dict], # `nvidia_smi_gpus()`
+                             visible:str|None=None, # $CUDA_VISIBLE_DEVICES (None: unset)
+                            ) -> int:
+    "CUDA devices a process here should see: every GPU listed, or the entries of `visible` up to the first that names none; one under MIG."
+    n = len(gpus)
+    if visible is not None:
+        named = 0
+        for e in (e.strip() for e in visible.split(',')):
+            if not ((e.isdigit() and int(e) < len(gpus)) or e.startswith(('GPU-', 'MIG-'))): break
+            named += 1
+        n = min(n, named)
+    return min(n, 1) if any(g['mig'] for g in gpus) else n
+
+class GPUUnusable(Refusal):  # one line and exit status 2 on the command line (caopd.cli.refusals)
+    "nvidia-smi lists a GPU that torch cannot use: the smoke test stops before a pass that looked at nothing."
+
+def unusable_gpus(status:dict, # `caopd.machine.cuda_status()`
+                  gpus:list[dict]|None, # `nvidia_smi_gpus()` (None: no nvidia-smi)
+                  visible:str|None=None, # $CUDA_VISIBLE_DEVICES (None: unset)
+                 ) -> str|None:
+    "One line naming both counts and the likely cause when torch can use fewer GPUs than nvidia-smi lists (as `visible` allows); else None."
+    if not gpus: return None
+    want, have = devices_torch_should_see(gpus, visible), status['devices'] if status['available'] else 0
+    if have >= want: return None
+    listed = (f"nvidia-smi lists {len(gpus)} GPU{'s' if len(gpus) > 1 else ''} ({', '.join(sorted({g['name'] for g in gpus}))})"
+              + (f", {want} of them in CUDA_VISIBLE_DEVICES={visible}" if visible is not None else ''))
+    if not status['available']: cause = no_gpu_reason(status) + (
+        ': install a CUDA build of torch (.ci/env with CAOPD_TORCH)' if not status['build'] else '')
+    else: cause = ('a GPU in an error state, one held in exclusive mode by another process, or a container that passes '
+                   'fewer devices through (see nvidia-smi)')
+    return (f"{listed}, but torch {status['torch']} can use {have}: {cause}. Stopped before any row: without the GPUs the "
+            f"smoke test would check only the CPU rows (CUDA_VISIBLE_DEVICES= runs them on purpose)")
 
 # %% ../nbs/11_machine.ipynb #c034c
 def _requirements(dist:str, extras:tuple=()) -> list[tuple]:

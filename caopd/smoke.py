@@ -8,14 +8,14 @@ import dataclasses, json, math, os, shutil, sys, threading, time, traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cli import Refusal, command, integer, real
+from .cli import command, integer, real
+from .machine import GPUUnusable, nvidia_smi, nvidia_smi_gpus, unusable_gpus
 from .paper import TABLE6
 
 # %% auto #0
 __all__ = ['SMOKE_MODEL', 'STATUSES', 'ROWS', 'NEEDS_VLLM', 'N_QUESTIONS', 'KILLED_TRAIN', 'SEND_BACK', 'VLLM_OFF', 'row_title',
-           'NotRun', 'CheckFailed', 'expect', 'parse_memory_used', 'gpu_memory_used', 'GPUPeak', 'parse_gpu_list',
-           'nvidia_smi_gpus', 'devices_torch_should_see', 'GPUUnusable', 'unusable_gpus', 'SmokeContext', 'run_check',
-           'tiny_model_dir', 'smoke_run', 'plan_gib', 'check_versions', 'check_vllm_eval', 'check_train',
+           'NotRun', 'CheckFailed', 'expect', 'parse_memory_used', 'gpu_memory_used', 'GPUPeak', 'SmokeContext',
+           'run_check', 'tiny_model_dir', 'smoke_run', 'plan_gib', 'check_versions', 'check_vllm_eval', 'check_train',
            'check_resume', 'check_save_reload', 'check_fsdp2_train', 'check_fsdp2_lora_save', 'planned_rows',
            'exit_code', 'smoke_markdown', 'smoke', 'main']
 
@@ -64,7 +64,6 @@ def parse_memory_used(text:str) -> list[float] | None:
 
 def gpu_memory_used() -> list[float] | None:
     "MiB used on each GPU now, by every process (nvidia-smi); None where nvidia-smi is missing or fails."
-    from caopd.machine import nvidia_smi
     text = nvidia_smi('memory.used', units=False)
     return None if text is None else parse_memory_used(text)
 
@@ -93,55 +92,6 @@ class GPUPeak:
         "The peak above the start, GiB; None when nothing was measured (no GPU, no nvidia-smi)."
         if not self.peak: return None
         return round(max(p - b for p, b in zip(self.peak, self.base)) / 1024, 2)
-
-# %% ../nbs/14_smoke.ipynb #c012b
-def parse_gpu_list(text:str) -> list[dict]:
-    "Each GPU of `nvidia-smi --query-gpu=name,mig.mode.current --format=csv,noheader` output: its name and whether MIG is on."
-    gpus = []
-    for line in filter(str.strip, text.splitlines()):
-        name, _, mig = line.rpartition(',') if ',' in line else (line, '', '')
-        gpus.append(dict(name=name.strip(), mig=mig.strip().lower() == 'enabled'))
-    return gpus
-
-def nvidia_smi_gpus() -> list[dict] | None:
-    "The GPUs nvidia-smi lists (all the node has: it ignores CUDA_VISIBLE_DEVICES); None where nvidia-smi is missing or fails."
-    from caopd.machine import nvidia_smi
-    text = nvidia_smi('name,mig.mode.current')
-    return None if text is None else parse_gpu_list(text)
-
-def devices_torch_should_see(gpus:list[dict], # `nvidia_smi_gpus()`
-                             visible:str|None=None, # $CUDA_VISIBLE_DEVICES (None: unset)
-                            ) -> int:
-    "CUDA devices a process here should see: every GPU listed, or the entries of `visible` up to the first that names none; one under MIG."
-    n = len(gpus)
-    if visible is not None:
-        named = 0
-        for e in (e.strip() for e in visible.split(',')):
-            if not ((e.isdigit() and int(e) < len(gpus)) or e.startswith(('GPU-', 'MIG-'))): break
-            named += 1
-        n = min(n, named)
-    return min(n, 1) if any(g['mig'] for g in gpus) else n
-
-class GPUUnusable(Refusal):  # one line and exit status 2 on the command line (caopd.cli.refusals)
-    "nvidia-smi lists a GPU that torch cannot use: the smoke test stops before a pass that looked at nothing."
-
-def unusable_gpus(status:dict, # `caopd.machine.cuda_status()`
-                  gpus:list[dict]|None, # `nvidia_smi_gpus()` (None: no nvidia-smi)
-                  visible:str|None=None, # $CUDA_VISIBLE_DEVICES (None: unset)
-                 ) -> str|None:
-    "One line naming both counts and the likely cause when torch can use fewer GPUs than nvidia-smi lists (as `visible` allows); else None."
-    from caopd.machine import no_gpu_reason
-    if not gpus: return None
-    want, have = devices_torch_should_see(gpus, visible), status['devices'] if status['available'] else 0
-    if have >= want: return None
-    listed = (f"nvidia-smi lists {len(gpus)} GPU{'s' if len(gpus) > 1 else ''} ({', '.join(sorted({g['name'] for g in gpus}))})"
-              + (f", {want} of them in CUDA_VISIBLE_DEVICES={visible}" if visible is not None else ''))
-    if not status['available']: cause = no_gpu_reason(status) + (
-        ': install a CUDA build of torch (.ci/env with CAOPD_TORCH)' if not status['build'] else '')
-    else: cause = ('a GPU in an error state, one held in exclusive mode by another process, or a container that passes '
-                   'fewer devices through (see nvidia-smi)')
-    return (f"{listed}, but torch {status['torch']} can use {have}: {cause}. Stopped before any row: without the GPUs the "
-            f"smoke test would check only the CPU rows (CUDA_VISIBLE_DEVICES= runs them on purpose)")
 
 # %% ../nbs/14_smoke.ipynb #c014
 @dataclass
