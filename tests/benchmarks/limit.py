@@ -1,0 +1,181 @@
+"""How far from this machine's limit the laptop path runs: the CPU's own fp32 matrix-product throughput at the torch
+thread count the runs use (the ceiling), then the README main job's evaluation (its generation and its readout) and one
+of its CaOPD (SDFT) training steps, each with its seconds, tokens, model FLOPs and the fraction of the ceiling.
+
+    .ci/env python tests/benchmarks/limit.py > tests/benchmarks/limit.txt
+
+Run from the repository root on a quiet machine (about 5 minutes on 2 cores: the cpu preset's format warm-up first, as
+the main job starts from it, then the measured parts). A script, not a test: it prints seconds and ratios of one run.
+
+How the FLOPs are counted, from the modules that run (global forward hooks, so the EMA teacher's passes count too):
+- every `nn.Linear` call: 2 x rows x in x out, the language-model head included (padding rows included: the work done);
+- every attention call: 4 x batch x heads x head_dim x query tokens x key tokens (QK^T and AV over the whole key
+  length: what SDPA computes with an explicit mask), key tokens = the cache's length before the call + the new tokens;
+- a call made with gradients on (the student's forward in training) counts three times: its backward is taken as
+  twice its forward, the usual rule;
+- elementwise work (norms, rotary embeddings, softmax, sampling) is not counted.
+`useful` counts only the real tokens of the generation (each prompt's own tokens and each answer's, no padding, no
+rows that finished early) through the linear layers: what a perfect batching would do.
+"""
+import argparse, contextlib, os, platform, shutil, subprocess, sys, tempfile, time, warnings
+from pathlib import Path
+
+os.environ.setdefault('TRL_EXPERIMENTAL_SILENCE', '1')
+warnings.filterwarnings('ignore')
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_trainer: the main job's warmed start and trainer
+
+import torch
+
+COUNTED = {}  # phase -> dict(flops=forward FLOPs + (forward + backward) of passes with gradients, tokens=the model's tokens)
+PHASE = [None]  # the phase the hooks count into (None: not counted)
+
+
+def count(flops:float=0.0, tokens:int=0):
+    if PHASE[0] is None: return
+    c = COUNTED.setdefault(PHASE[0], dict(flops=0.0, tokens=0))
+    c['flops'] += 3 * flops if torch.is_grad_enabled() else flops  # a backward is twice its forward
+    c['tokens'] += tokens
+
+
+def linear_hook(module, args, out):
+    if isinstance(module, torch.nn.Linear):
+        count(2.0 * (args[0].numel() // module.in_features) * module.in_features * module.out_features)
+
+
+def attention_hook(module, args, kwargs, out):
+    h = kwargs.get('hidden_states', args[0] if args else None)
+    cache = kwargs.get('past_key_values', kwargs.get('past_key_value'))
+    b, t = h.shape[:2]
+    cfg = module.config
+    head_dim = getattr(cfg, 'head_dim', None) or cfg.hidden_size // cfg.num_attention_heads
+    keys = cache.get_seq_length(module.layer_idx) if cache is not None else t  # after the call: the new keys are in
+    count(4.0 * b * cfg.num_attention_heads * head_dim * t * keys, b * t if module.layer_idx == 0 else 0)
+
+
+def attach(model, hooks:dict):
+    "Count the attention of `model`'s layers (once per module)."
+    for m in model.modules():
+        if type(m).__name__.endswith('Attention') and hasattr(m, 'layer_idx') and id(m) not in hooks:
+            hooks[id(m)] = m.register_forward_hook(attention_hook, with_kwargs=True)
+
+
+def ceiling() -> list:
+    "[(shape, GFLOP/s)] of fp32 matrix products: the model's linear layers' shapes and square ones; the best of 5 each."
+    torch.manual_seed(0)
+    shapes = [(2048, 576, 1536), (2048, 1536, 576), (64, 576, 1536), (16, 576, 49152), (1024, 1024, 1024), (2048, 2048, 2048)]
+    out = []
+    for m, k, n in shapes:
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        for _ in range(2): a @ b
+        best = float('inf')
+        for _ in range(5):
+            t0 = time.perf_counter(); a @ b; best = min(best, time.perf_counter() - t0)
+        out.append((f'{m}x{k} @ {k}x{n}', 2.0 * m * k * n / best / 1e9))
+    return out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    p.add_argument('--start', default=None, help="a warmed checkpoint (RUN/warmup/checkpoint) instead of warming up here")
+    a = p.parse_args()
+    import dataclasses
+    import transformers
+    from transformers import TrainerCallback
+    from transformers.utils import logging as hf_logging
+    import caopd, caopd.readout
+    import bench_trainer
+    from caopd.arguments import RunArguments, resolve_settings
+    from caopd.evaluation import evaluate
+    from caopd.models import chat_template_kwargs, load_tokenizer
+    from caopd.pipeline import run_eval_arguments
+    hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
+
+    threads, t_all = torch.get_num_threads(), time.perf_counter()
+    root = Path(caopd.__file__).resolve().parents[1]
+    commit = subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=root, capture_output=True, text=True).stdout.strip()
+    print(f"commit {commit}; {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, {threads} threads")
+    peaks = ceiling()
+    top = max(g for _, g in peaks)
+    print(f"\nthe ceiling: fp32 matrix products at {threads} threads (the best of 5 each), GFLOP/s")
+    for shape, g in peaks: print(f"  {shape}: {g:.1f}")
+    print(f"  ceiling: {top:.1f} GFLOP/s (the best of them)", flush=True)
+
+    tmp = tempfile.mkdtemp(prefix='caopd-limit-')
+    try:
+        t0 = time.perf_counter()
+        start, rows, what = bench_trainer.warm_start(tmp, argparse.Namespace(start=a.start))
+        print(f"\n{what} ({time.perf_counter() - t0:.0f} s)", flush=True)
+        settings = resolve_settings(RunArguments(seed=0, out=f'{tmp}/run'))
+
+        attention, seconds = {}, {}
+        linear = torch.nn.modules.module.register_module_forward_hook(linear_hook)
+        load = transformers.AutoModelForCausalLM.from_pretrained
+        def loaded(*args, **kw):  # every model loaded from here on has its attention counted
+            m = load(*args, **kw); attach(m, attention); return m
+        transformers.AutoModelForCausalLM.from_pretrained = loaded
+        real = caopd.readout.transformers_readouts
+        def timed(model, *args, **kw):  # the readout: its own phase, inside the evaluation's
+            t, PHASE[0] = time.perf_counter(), 'readout'
+            try: return real(model, *args, **kw)
+            finally: seconds['readout'] = seconds.get('readout', 0.0) + time.perf_counter() - t; PHASE[0] = 'generation'
+        caopd.readout.transformers_readouts = timed  # evaluate imports it where it reads, so it finds this one
+
+        # the evaluation of the start, as the main job's pipeline calls it
+        args = dataclasses.replace(run_eval_arguments(settings, start, f'{tmp}/eval'), backend='transformers')
+        PHASE[0], t0 = 'generation', time.perf_counter()
+        records, _ = evaluate(start, args=args, progress=False)
+        seconds['generation'] = time.perf_counter() - t0 - seconds.get('readout', 0.0)
+        PHASE[0] = None
+        caopd.readout.transformers_readouts = real
+
+        # one step of CaOPD (SDFT) as the main job trains: its prompts per step, K and rollout length (the second step,
+        # the first's one-time costs aside)
+        class Steps(TrainerCallback):
+            def on_step_begin(self, args, state, control, **k):
+                self.t, PHASE[0] = time.perf_counter(), f'step {state.global_step + 1}'
+            def on_step_end(self, args, state, control, **k):
+                seconds[f'step {state.global_step}'], PHASE[0] = time.perf_counter() - self.t, None
+        tok = load_tokenizer(start)
+        ns = argparse.Namespace(prompts=settings.prompts_per_step, k=settings.K, steps=1, warmup=1,
+                                max_completion_length=settings.max_completion_length)
+        trainer = bench_trainer.build('sdft', True, start, tok, rows.select(range(2 * settings.prompts_per_step)), ns,
+                                      f'{tmp}/train')
+        for m in [trainer.model, *(v for v in vars(trainer).values() if isinstance(v, torch.nn.Module))]: attach(m, attention)
+        trainer.add_callback(Steps())
+        with contextlib.redirect_stdout(sys.stderr): bench_trainer.run(trainer)
+        linear.remove()
+        for h in attention.values(): h.remove()
+        transformers.AutoModelForCausalLM.from_pretrained = load
+
+        kw = chat_template_kwargs(settings.model, tok)
+        n_prompt = sum(len(tok(tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw),
+                               add_special_tokens=False)['input_ids']) for r in records)
+        n_answer = sum(len(tok(r['completion'], add_special_tokens=False)['input_ids']) for r in records)
+        head = trainer.model.get_output_embeddings()
+        n_head = head.in_features * head.out_features
+        n_body = sum(m.in_features * m.out_features for m in trainer.model.modules() if isinstance(m, torch.nn.Linear)) - n_head
+        useful = 2.0 * n_body * (n_prompt + n_answer) + 2.0 * n_head * n_answer  # the head only where a token is chosen
+    finally: shutil.rmtree(tmp, ignore_errors=True)
+
+    print(f"\nthe main job's parts: {settings.model} from its warmed start; {len(records)} test answers (<= "
+          f"{settings.eval_max_new_tokens} new tokens, batches of {settings.eval_batch_size}); training "
+          f"{settings.prompts_per_step} prompts x K={settings.K} rollouts of <= {settings.max_completion_length} tokens a "
+          f"step; {n_body / 1e6:.1f} M weights in the decoder's linear layers, {n_head / 1e6:.1f} M in the head\n")
+    print('| part | seconds | tokens through the model | GFLOP | GFLOP/s | of the ceiling |')
+    print('|---|---|---|---|---|---|')
+    def row(name, secs, tokens, flops):
+        print(f"| {name} | {secs:.1f} | {tokens} | {flops / 1e9:.0f} | {flops / secs / 1e9:.1f} | {flops / secs / 1e9 / top:.1%} |")
+    g = COUNTED.get('generation', dict(flops=0.0, tokens=0))
+    row('evaluation: generation, as computed (padding and finished rows included)', seconds['generation'], g['tokens'], g['flops'])
+    row('evaluation: generation, useful (each prompt and answer token once)', seconds['generation'],
+        f"{n_prompt} prompt + {n_answer} answer", useful)
+    r = COUNTED.get('readout', dict(flops=0.0, tokens=0))
+    row('evaluation: readout (the expected stated confidence)', seconds.get('readout', 0.0), r['tokens'], r['flops'])
+    last = max((k for k in seconds if k.startswith('step ')), key=lambda k: int(k.split()[1]))
+    s = COUNTED[last]
+    row(f'training: {last} (rollouts, teacher and student forward, backward, optimizer)', seconds[last], s['tokens'], s['flops'])
+    print(f"\nprompt tokens are {n_prompt / (n_prompt + n_answer):.0%} of the generation's useful tokens. "
+          f"{time.perf_counter() - t_all:.0f} s in all.")
+
+
+if __name__ == '__main__': main()
