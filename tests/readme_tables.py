@@ -325,6 +325,11 @@ def main_job_profile() -> str:
     return _output('profile_main_job')
 
 
+def main_job_limit() -> str:
+    "How far from this machine's matrix-product ceiling the main job's parts run (`tests/benchmarks/limit.py`'s committed output, whole)."
+    return _output('limit')
+
+
 def readout_benchmark() -> str:
     "The readout benchmark's committed output, whole."
     return _output('bench_readout')
