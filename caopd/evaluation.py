@@ -567,7 +567,7 @@ def write_report(out,  # the evaluation folder
                 ) -> Path:
     "Write the report of `records` (report.json, report.md: both readouts, the breakdown) and its figures into `out`."
     from caopd.figures import confidence_histogram, reliability_diagram, risk_coverage_curves
-    from caopd.saving import save_figure  # plotly: only here
+    from caopd.saving import save_figures  # plotly: only here
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
     key = breakdown_key(records, settings['domain']) if settings.get('domain') else None
     by = dict(key=key, groups=breakdown(records, key)) if key else None
@@ -579,17 +579,16 @@ def write_report(out,  # the evaluation folder
                  + expected_markdown(expected, settings) + paradigm_markdown(paradigms)
                  + (f"\n{breakdown_markdown(by['groups'], key, f'By {BREAKDOWNS[key]}')}" if by else ''))
     conf = [r['confidence'] for r in records]; correct = [r['correct'] for r in records]
-    save_figure(reliability_diagram(conf, correct, title=f'Reliability: {title}'), out/'reliability')
+    figs = {out/'reliability': reliability_diagram(conf, correct, title=f'Reliability: {title}')}
     if expected is not None:
-        save_figure(reliability_diagram([r.get(EXPECTED) for r in records], correct,
-                                        title=f'Reliability of the expected stated confidence (ours): {title}'),
-                    out/'reliability_expected')
-    save_figure(confidence_histogram({'verbalized confidence': [c for c in conf if c is not None]},
-                                     title=f'Confidence: {title}'), out/'confidence')
+        figs[out/'reliability_expected'] = reliability_diagram([r.get(EXPECTED) for r in records], correct,
+                                                               title=f'Reliability of the expected stated confidence (ours): {title}')
+    figs[out/'confidence'] = confidence_histogram({'verbalized confidence': [c for c in conf if c is not None]},
+                                                  title=f'Confidence: {title}')
     curves = {str(settings.get('model')): (conf, correct)}  # the stated confidence, then the expected one (ours) where read
     if expected is not None: curves[f"{settings.get('model')}: expected (ours)"] = ([r.get(EXPECTED) for r in records], correct)
-    save_figure(risk_coverage_curves(curves, title=f'Selective answering: {title}'),
-                out/'risk_coverage')
+    figs[out/'risk_coverage'] = risk_coverage_curves(curves, title=f'Selective answering: {title}')
+    save_figures(figs)  # the PNGs in one browser session
     return out
 
 # %% ../nbs/10_evaluation.ipynb #c036rt

@@ -159,13 +159,13 @@ def scale_text(run:Run) -> str:
 def figures_stage(run:Run, # `prepare(...)`
                   before:Evaluation, after:Evaluation, # the two evaluations
                   metrics:dict, # `metrics_stage(...)[0]`
-                  png:bool|None=None, # also write PNGs (None: unless CAOPD_PNG=0; `caopd.saving.save_figure`)
+                  png:bool|None=None, # also write PNGs (None: unless CAOPD_PNG=0; `caopd.saving.save_figures`)
                  ) -> dict:
     "Draw the run's figures into figures/ (training curves, format adherence, reliability, risk-coverage, levels, distributions): {name: figure}."
     from caopd.figures import (confidence_distributions, format_adherence_curves, level_calibration, reliability_grid,
                                risk_coverage_curves, training_curves)
     from caopd.evaluation import EXPECTED
-    from caopd.saving import save_figure
+    from caopd.saving import save_figures
     from caopd.tables import METHOD_COLORS
     folder, method = run.folder, run.settings.method
     log, targets = folder.read_log(), folder.read_targets()
@@ -190,7 +190,7 @@ def figures_stage(run:Run, # `prepare(...)`
     if empty: _log.info(f"no confidence to show for: {', '.join(empty)}")
     if len(empty) < len(series): figs['confidence_distributions'] = confidence_distributions({k: v for k, v in series.items() if v})
     folder.figures.mkdir(exist_ok=True)
-    for name, fig in figs.items(): save_figure(fig, folder.figures/name, png=png)
+    save_figures({folder.figures/name: fig for name, fig in figs.items()}, png=png)  # the PNGs in one browser session
     return figs
 
 def finish(run:Run,

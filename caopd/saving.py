@@ -12,7 +12,7 @@ from .io import atomic_path, atomic_write, markdown_table
 _log = logging.getLogger(__name__)  # a library's messages: a user silences or redirects them through logging
 
 # %% auto #0
-__all__ = ['save_figure', 'read_figure', 'figure_from_html', 'png_from_html', 'save_table']
+__all__ = ['save_figures', 'save_figure', 'read_figure', 'figure_from_html', 'png_from_html', 'save_table']
 
 # %% ../nbs/09d_saving.ipynb #fc052
 def _output_paths(path:str|Path, # output path, with or without one of `suffixes`
@@ -25,26 +25,36 @@ def _output_paths(path:str|Path, # output path, with or without one of `suffixes
     return [path.with_name(path.name + s) for s in suffixes]
 
 
+def save_figures(figs:dict, # {output path without suffix: plotly Figure}; each writes path.html, path.json and path.png
+                 png:bool|None=None, # also write the PNGs (None: unless the environment sets CAOPD_PNG=0)
+                ) -> list:
+    "Write each figure as HTML (plotly.js from the CDN), as plotly JSON and, when kaleido works, as PNG, every PNG in one browser session; return the paths written."
+    written, images = [], []
+    for path, fig in figs.items():
+        html, spec, png_path = _output_paths(path, ('.html', '.json', '.png'))
+        with atomic_path(html) as tmp:  # whole or not at all
+            fig.write_html(tmp, include_plotlyjs='cdn', div_id=html.stem)  # a fixed id: the same figure writes the same bytes
+        atomic_write(spec, fig.to_json(pretty=False, engine='json'))  # what `read_figure` reads back
+        written += [html, spec]; images.append((fig, png_path, html))
+    if png is None: png = os.environ.get('CAOPD_PNG', '1').strip().lower() not in ('0', 'false', 'no', 'off')
+    if not png or not images: return written
+    import plotly.io as pio
+    try:
+        pio.write_images([f for f, _, _ in images], [p for _, p, _ in images])  # kaleido starts its browser once for all
+        written += [p for _, p, _ in images]
+    except Exception as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
+        _log.warning(f"save_figures: wrote {', '.join(h.name for _, _, h in images)} without their PNGs; PNG export failed "
+                     f"({type(e).__name__}: {msg[:200]}); make them later with caopd.saving.png_from_html")
+    return written
+
+
 def save_figure(fig, # a plotly Figure
                 path:str|Path, # output path without suffix: writes path.html, path.json and path.png
                 png:bool|None=None, # also write the PNG (None: unless the environment sets CAOPD_PNG=0)
                ) -> list:
     "Write `fig` as HTML (plotly.js from the CDN), as plotly JSON and as PNG when kaleido works; return the paths written."
-    html, spec, png_path = _output_paths(path, ('.html', '.json', '.png'))
-    with atomic_path(html) as tmp:  # whole or not at all
-        fig.write_html(tmp, include_plotlyjs='cdn', div_id=html.stem)  # a fixed id: the same figure writes the same bytes
-    atomic_write(spec, fig.to_json(pretty=False, engine='json'))  # what `read_figure` reads back
-    written = [html, spec]
-    if png is None: png = os.environ.get('CAOPD_PNG', '1').strip().lower() not in ('0', 'false', 'no', 'off')
-    if not png: return written
-    try:
-        fig.write_image(png_path)
-        written.append(png_path)
-    except Exception as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
-        _log.warning(f"save_figure: wrote {html.name} without its PNG; PNG export failed ({type(e).__name__}: {msg[:200]}); "
-                    "make it later with caopd.saving.png_from_html")
-    return written
+    return save_figures({path: fig}, png)
 
 # %% ../nbs/09d_saving.ipynb #f270960ec
 def read_figure(path:str|Path, # a figure `save_figure` wrote: its .html, .json or the path without suffix
