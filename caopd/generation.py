@@ -11,9 +11,48 @@ from dataclasses import dataclass
 from .paper import TABLE6
 
 # %% auto #0
-__all__ = ['GENERATE_TOP_K', 'GENERATE_MAX_NEW_TOKENS', 'OPENAI_PREFIX', 'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS',
-           'ChosenLogprobs', 'Continued', 'generate', 'vllm_engine', 'generate_vllm', 'api_base_url', 'openai_client',
-           'generate_openai', 'resolve_backend']
+__all__ = ['PREFIX_CACHE', 'MIN_SHARED_PREFIX', 'GENERATE_TOP_K', 'GENERATE_MAX_NEW_TOKENS', 'OPENAI_PREFIX',
+           'DEFAULT_OPENAI_URL', 'API_RETRY_DELAY', 'BACKENDS', 'shared_prefix_cache', 'ChosenLogprobs', 'Continued',
+           'generate', 'vllm_engine', 'generate_vllm', 'api_base_url', 'openai_client', 'generate_openai',
+           'resolve_backend']
+
+# %% ../nbs/09_generation.ipynb #c005q
+PREFIX_CACHE = True  # compute a batch's shared prompt prefix once (ours); False: every row's whole prompt in the batch
+MIN_SHARED_PREFIX = 16  # ours: the tokens a batch's prompts must share before their common prefix is computed apart
+
+def _cache_argument(model) -> str:
+    "The name a model's forward, and so `generate`, takes a key-value cache by: `cache` (transformers 5.24) or `past_key_values` (5.17)."
+    import inspect
+    return 'cache' if 'cache' in inspect.signature(model.forward).parameters else 'past_key_values'
+
+def shared_prefix_cache(model, # a transformers causal LM
+                        input_ids, # (B, L) a left-padded batch of prompts
+                        attention_mask, # (B, L) its mask: 0 on the padding
+                        min_shared:int=MIN_SHARED_PREFIX, # fewer shared tokens than this: None
+                       ):
+    "A key-value cache of the batch's first columns, its prompts' common prefix computed once and copied into every row; None where it would not help."
+    import torch
+    from transformers import DynamicCache
+    starts = (attention_mask == 0).sum(1).tolist()  # left padding: each row's first column of prompt
+    if len(starts) < 2: return None
+    rows = [input_ids[i, s:] for i, s in enumerate(starts)]
+    n = min(len(r) for r in rows) - 1  # every row keeps one column at least for generate's first pass
+    if n < min_shared: return None
+    shared = int(torch.stack([r[:n] for r in rows]).eq(rows[0][:n]).all(0).long().cumprod(0).sum())
+    if shared < min_shared: return None
+    width = min(starts) + shared  # the columns the cache holds
+    with torch.inference_mode():
+        out = model(rows[0][:shared][None], use_cache=True)
+    prefix = out['cache'] if 'cache' in out else out.past_key_values
+    try: cache = DynamicCache(config=model.config)  # the model's kinds of layer (sliding windows)
+    except TypeError: cache = DynamicCache()
+    for layer, done in enumerate(prefix.layers):
+        keys = done.keys.new_zeros(len(rows), done.keys.shape[1], width, done.keys.shape[3])
+        values = done.values.new_zeros(len(rows), done.values.shape[1], width, done.values.shape[3])
+        for i, s in enumerate(starts):  # row i's prompt starts at column s: its prefix fills the columns from s on
+            keys[i, :, s:] = done.keys[0, :, :width - s]; values[i, :, s:] = done.values[0, :, :width - s]
+        cache.update(keys, values, layer)
+    return cache
 
 # %% ../nbs/09_generation.ipynb #c006
 class ChosenLogprobs:
@@ -62,9 +101,11 @@ def _generate_batches(model, tokenizer, # a transformers causal LM and its token
                       batch_size:int, # sequences per `generate` call
                       done, # called as done(keys of a batch, their decoded continuations) after each batch
                       with_cache:bool=False, # also hand `done` the batch as `Continued` (ids, cache, log-probabilities), as a third argument
+                      prefix_cache:bool|None=None, # compute each batch's shared prompt prefix once (None: `PREFIX_CACHE`)
                       **generate_kwargs, # `model.generate` arguments (max_new_tokens, sampling)
                      ):
     "Continue `inputs` in left-padded batches; the tokenizer's padding side is restored afterwards."
+    if prefix_cache is None: prefix_cache = PREFIX_CACHE
     import torch
     from transformers import LogitsProcessorList
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
@@ -77,9 +118,11 @@ def _generate_batches(model, tokenizer, # a transformers causal LM and its token
             enc = tokenizer(inputs[b:b + batch_size], return_tensors='pt', padding=True, add_special_tokens=False)
             enc = enc.to(model.device)
             chosen = ChosenLogprobs() if with_cache else None
+            cache = shared_prefix_cache(model, enc['input_ids'], enc['attention_mask']) if prefix_cache else None
             with torch.inference_mode():
                 out = model.generate(**enc, pad_token_id=pad_id, return_dict_in_generate=with_cache, **generate_kwargs,
-                                     **(dict(logits_processor=LogitsProcessorList([chosen])) if with_cache else {}))
+                                     **(dict(logits_processor=LogitsProcessorList([chosen])) if with_cache else {}),
+                                     **({_cache_argument(model): cache} if cache is not None else {}))
             ids, width = out.sequences if with_cache else out, enc['input_ids'].shape[1]
             texts = tokenizer.batch_decode(ids[:, width:], skip_special_tokens=True)
             if not with_cache: done(keys[b:b + batch_size], texts); continue

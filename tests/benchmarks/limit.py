@@ -1,10 +1,13 @@
 """How far from this machine's limit the laptop path runs: the CPU's own fp32 matrix-product throughput at the torch
 thread count the runs use (the ceiling), then the README main job's evaluation (its generation and its readout) and one
-of its CaOPD (SDFT) training steps, each with its seconds, tokens, model FLOPs and the fraction of the ceiling.
+of its CaOPD (SDFT) training steps, each with its seconds, tokens, model FLOPs and the fraction of the ceiling. The
+evaluation runs twice, in one run: each batch's prompts whole (the code before issue 64), then with their shared prefix
+computed once (`caopd.generation.shared_prefix_cache`); their answers are compared with each other and with the committed
+run of the same settings, word for word.
 
     .ci/env python tests/benchmarks/limit.py > tests/benchmarks/limit.txt
 
-Run from the repository root on a quiet machine (about 5 minutes on 2 cores: the cpu preset's format warm-up first, as
+Run from the repository root on a quiet machine (about 6 minutes on 2 cores: the cpu preset's format warm-up first, as
 the main job starts from it, then the measured parts). A script, not a test: it prints seconds and ratios of one run.
 
 How the FLOPs are counted, from the modules that run (global forward hooks, so the EMA teacher's passes count too):
@@ -14,14 +17,15 @@ How the FLOPs are counted, from the modules that run (global forward hooks, so t
 - a call made with gradients on (the student's forward in training) counts three times: its backward is taken as
   twice its forward, the usual rule;
 - elementwise work (norms, rotary embeddings, softmax, sampling) is not counted.
-`useful` counts only the real tokens of the generation (each prompt's own tokens and each answer's, no padding, no
-rows that finished early) through the linear layers: what a perfect batching would do.
+`useful` counts only the real tokens of the generation of whole prompts (each prompt's own tokens and each answer's, no
+padding, no rows that finished early) through the linear layers: what a perfect batching of whole prompts would do.
 """
-import argparse, contextlib, os, platform, shutil, subprocess, sys, tempfile, time, warnings
+import argparse, contextlib, json, os, platform, shutil, subprocess, sys, tempfile, time, warnings
 from pathlib import Path
 
 os.environ.setdefault('TRL_EXPERIMENTAL_SILENCE', '1')
 warnings.filterwarnings('ignore')
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_trainer: the main job's warmed start and trainer
 
 import torch
@@ -77,12 +81,14 @@ def ceiling() -> list:
 def main():
     p = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     p.add_argument('--start', default=None, help="a warmed checkpoint (RUN/warmup/checkpoint) instead of warming up here")
+    p.add_argument('--committed', default='figures/runs/cpu/arithmetic-caopd-sdft-0',
+                   help="the committed run of the same settings (the laptop grid's seed 0 of CaOPD (SDFT)): its answers before training are compared")
     a = p.parse_args()
     import dataclasses
     import transformers
     from transformers import TrainerCallback
     from transformers.utils import logging as hf_logging
-    import caopd, caopd.readout
+    import caopd, caopd.generation, caopd.readout
     import bench_trainer
     from caopd.arguments import RunArguments, resolve_settings
     from caopd.evaluation import evaluate
@@ -91,8 +97,7 @@ def main():
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
 
     threads, t_all = torch.get_num_threads(), time.perf_counter()
-    root = Path(caopd.__file__).resolve().parents[1]
-    commit = subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=root, capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(['git', 'describe', '--always', '--dirty'], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     print(f"commit {commit}; {platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, {threads} threads")
     peaks = ceiling()
     top = max(g for _, g in peaks)
@@ -115,17 +120,26 @@ def main():
         transformers.AutoModelForCausalLM.from_pretrained = loaded
         real = caopd.readout.transformers_readouts
         def timed(model, *args, **kw):  # the readout: its own phase, inside the evaluation's
-            t, PHASE[0] = time.perf_counter(), 'readout'
+            outer, t = PHASE[0], time.perf_counter()
+            PHASE[0] = outer.replace('generation', 'readout')
             try: return real(model, *args, **kw)
-            finally: seconds['readout'] = seconds.get('readout', 0.0) + time.perf_counter() - t; PHASE[0] = 'generation'
+            finally: seconds['readout'] += time.perf_counter() - t; PHASE[0] = outer
         caopd.readout.transformers_readouts = timed  # evaluate imports it where it reads, so it finds this one
 
-        # the evaluation of the start, as the main job's pipeline calls it
+        # the evaluation of the start, as the main job's pipeline calls it: each batch's prompts whole (before issue 64),
+        # then with their shared prefix computed once (caopd.generation.PREFIX_CACHE)
         args = dataclasses.replace(run_eval_arguments(settings, start, f'{tmp}/eval'), backend='transformers')
-        PHASE[0], t0 = 'generation', time.perf_counter()
-        records, _ = evaluate(start, args=args, progress=False)
-        seconds['generation'] = time.perf_counter() - t0 - seconds.get('readout', 0.0)
-        PHASE[0] = None
+        records = {}
+        for prefix in (False, True):
+            caopd.generation.PREFIX_CACHE = prefix
+            name = 'generation' + (', shared prefix once' if prefix else ', prompts whole')
+            seconds['readout'] = 0.0
+            PHASE[0], t0 = name, time.perf_counter()
+            records[prefix], _ = evaluate(start, args=dataclasses.replace(args, out=f'{tmp}/eval-{prefix}'), progress=False)
+            seconds[name] = time.perf_counter() - t0 - seconds['readout']
+            seconds['readout' + (', shared prefix once' if prefix else ', prompts whole')] = seconds['readout']
+            PHASE[0] = None
+        caopd.generation.PREFIX_CACHE = True
         caopd.readout.transformers_readouts = real
 
         # one step of CaOPD (SDFT) as the main job trains: its prompts per step, K and rollout length (the second step,
@@ -149,15 +163,15 @@ def main():
 
         kw = chat_template_kwargs(settings.model, tok)
         n_prompt = sum(len(tok(tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw),
-                               add_special_tokens=False)['input_ids']) for r in records)
-        n_answer = sum(len(tok(r['completion'], add_special_tokens=False)['input_ids']) for r in records)
+                               add_special_tokens=False)['input_ids']) for r in records[True])
+        n_answer = sum(len(tok(r['completion'], add_special_tokens=False)['input_ids']) for r in records[True])
         head = trainer.model.get_output_embeddings()
         n_head = head.in_features * head.out_features
         n_body = sum(m.in_features * m.out_features for m in trainer.model.modules() if isinstance(m, torch.nn.Linear)) - n_head
         useful = 2.0 * n_body * (n_prompt + n_answer) + 2.0 * n_head * n_answer  # the head only where a token is chosen
     finally: shutil.rmtree(tmp, ignore_errors=True)
 
-    print(f"\nthe main job's parts: {settings.model} from its warmed start; {len(records)} test answers (<= "
+    print(f"\nthe main job's parts: {settings.model} from its warmed start; {len(records[True])} test answers (<= "
           f"{settings.eval_max_new_tokens} new tokens, batches of {settings.eval_batch_size}); training "
           f"{settings.prompts_per_step} prompts x K={settings.K} rollouts of <= {settings.max_completion_length} tokens a "
           f"step; {n_body / 1e6:.1f} M weights in the decoder's linear layers, {n_head / 1e6:.1f} M in the head\n")
@@ -165,17 +179,30 @@ def main():
     print('|---|---|---|---|---|---|')
     def row(name, secs, tokens, flops):
         print(f"| {name} | {secs:.1f} | {tokens} | {flops / 1e9:.0f} | {flops / secs / 1e9:.1f} | {flops / secs / 1e9 / top:.1%} |")
-    g = COUNTED.get('generation', dict(flops=0.0, tokens=0))
-    row('evaluation: generation, as computed (padding and finished rows included)', seconds['generation'], g['tokens'], g['flops'])
-    row('evaluation: generation, useful (each prompt and answer token once)', seconds['generation'],
-        f"{n_prompt} prompt + {n_answer} answer", useful)
-    r = COUNTED.get('readout', dict(flops=0.0, tokens=0))
-    row('evaluation: readout (the expected stated confidence)', seconds.get('readout', 0.0), r['tokens'], r['flops'])
+    for way in (', prompts whole', ', shared prefix once'):
+        g = COUNTED.get('generation' + way, dict(flops=0.0, tokens=0))
+        row(f'evaluation: generation{way}, as computed (padding included)', seconds['generation' + way], g['tokens'], g['flops'])
+        if way == ', prompts whole':  # the work of a perfect batching of whole prompts
+            row(f'evaluation: generation{way}, useful (each prompt and answer token once)', seconds['generation' + way],
+                f"{n_prompt} prompt + {n_answer} answer", useful)
+        r = COUNTED.get('readout' + way, dict(flops=0.0, tokens=0))
+        row(f'evaluation: readout{way}', seconds['readout' + way], r['tokens'], r['flops'])
     last = max((k for k in seconds if k.startswith('step ')), key=lambda k: int(k.split()[1]))
     s = COUNTED[last]
     row(f'training: {last} (rollouts, teacher and student forward, backward, optimizer)', seconds[last], s['tokens'], s['flops'])
-    print(f"\nprompt tokens are {n_prompt / (n_prompt + n_answer):.0%} of the generation's useful tokens. "
-          f"{time.perf_counter() - t_all:.0f} s in all.")
+    print(f"\nprompt tokens are {n_prompt / (n_prompt + n_answer):.0%} of the generation's useful tokens; the generation with "
+          f"the shared prefix computed once took {seconds['generation, shared prefix once'] / seconds['generation, prompts whole']:.2f} "
+          f"of the time of the prompts whole ({seconds['generation, prompts whole'] / seconds['generation, shared prefix once']:.2f}x as fast)")
+    old, new = records[False], records[True]
+    committed = [json.loads(l) for l in (ROOT/a.committed/'eval'/'before'/'records.jsonl').read_text().splitlines() if l.strip()]
+    for label, ref in (('the prompts whole', old), (f'the committed run {a.committed}', committed)):
+        pairs = list(zip(new, ref, strict=True))
+        same = sum(x['id'] == y['id'] and x['completion'] == y['completion'] for x, y in pairs)
+        diff = max((abs(x['expected_confidence'] - y['expected_confidence']) for x, y in pairs
+                    if x.get('expected_confidence') is not None and y.get('expected_confidence') is not None), default=0)
+        print(f"the shared prefix's answers against {label}'s: {same} of {len(pairs)} the same word for word, the expected "
+              f"confidence within {diff:.1e}")
+    print(f"{time.perf_counter() - t_all:.0f} s in all.")
 
 
 if __name__ == '__main__': main()
