@@ -191,9 +191,15 @@ def toctree(caption:str, entries:list[str]) -> str:
     if not entries: return ''
     return f'\n```{{toctree}}\n:caption: {caption}\n:hidden:\n:maxdepth: 1\n\n' + '\n'.join(entries) + '\n```\n'
 
+# the guides in the order a newcomer reads them (the sidebar's); a page not named here follows them, by file name
+READING_ORDER = ['installing', 'results-laptop', 'results-gpu', 'results-chemistry', 'readout', 'your-task', 'runs',
+                 'gpu-node', 'paper-tables', 'developing']
+
 def doc_pages() -> list[Path]:
-    "The Markdown pages of docs/ (the site's own files, executed runs and _static left out)."
-    return sorted(p for p in DOCS.rglob('*.md') if not p.relative_to(DOCS).parts[0] in ('executed', '_static'))
+    "The Markdown pages of docs/ in reading order (the site's own files, executed runs and _static left out)."
+    pages = [p for p in DOCS.rglob('*.md') if not p.relative_to(DOCS).parts[0] in ('executed', '_static')]
+    order = lambda p: (READING_ORDER.index(p.stem) if p.stem in READING_ORDER else len(READING_ORDER), p.as_posix())
+    return sorted(pages, key=order)
 
 def stage(dest:Path):
     "A Sphinx source folder with the repository's layout, so README's repo-relative links resolve as on GitHub."
