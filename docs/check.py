@@ -6,7 +6,8 @@
 - in one headless Chromium tab, 1280 px wide: every page loads without a JavaScript error, a request the site cannot
   serve or one outside it, its plotly figures drawn and formulas typeset, one search box, and nothing cut off on the
   right: no element whose content is scrolled, clipped or spilling past the column (code, an equation, a figure; a
-  table may scroll in its own box) and no page wider than the window. Home, the theory lesson and a results page are
+  table may scroll in its own box) and no page wider than the window; the home page shows what the runs show and the
+  command that runs it on its first screen (1280x900, not scrolled). Home, the theory lesson and a results page are
   photographed (figures/site/ keeps them).
 
     .ci/env python docs/check.py SITE SCREENSHOTS
@@ -20,6 +21,9 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = 'chromium'  # Debian's package (.ci/run installs it); Playwright drives it, no browser download
 WIDTH, HEIGHT = 1280, 900  # a laptop's window: the width the overflow check holds the pages to
 SLACK = 8  # px an element may overhang its box (a formula's italic correction) before it counts as cut off
+# what the home page's first screen shows a reader, by text it holds: the README's verdict (its first and last lines'
+# openings) and the main job's command
+FIRST_SCREEN = {'the verdict': ['What the runs show', 'On one GPU'], 'the run command': ['papermill nbs/train.ipynb']}
 
 
 def chromium() -> str|None: return shutil.which(CHROMIUM)
@@ -152,7 +156,26 @@ OVERFLOW = """slack => {
 SEARCH_BOXES = """() => [...document.querySelectorAll('.search-button__button, form.bd-search')]
   .filter(e => e.offsetWidth && getComputedStyle(e).visibility !== 'hidden'
                && !e.closest('.bd-article, .bd-search-container')).length"""
+# the bottom of the innermost block holding a text, the first in the article (-1: none holds it), the page not scrolled
+TEXT_BOTTOM = """text => {
+  const article = document.querySelector('.bd-article') || document.querySelector('main') || document.body;
+  const holds = e => (e.textContent || '').includes(text);
+  const inner = [...article.querySelectorAll('*')].filter(e => holds(e) && ![...e.children].some(holds));
+  return inner.length ? inner[0].getBoundingClientRect().bottom + window.scrollY : -1;
+}"""
 UNDRAWN = "[...document.querySelectorAll('div.plotly-graph-div')].filter(d => !d.querySelector('svg.main-svg'))"
+
+
+def first_screen_problems(pg) -> list[str]:
+    "What of `FIRST_SCREEN` the page open in `pg` (a Playwright page) does not show within its first HEIGHT px."
+    problems = []
+    for what, texts in FIRST_SCREEN.items():
+        for text in texts:
+            bottom = pg.evaluate(TEXT_BOTTOM, text)
+            if bottom < 0: problems.append(f'{what} is not on the page (no text {text!r})')
+            elif bottom > HEIGHT: problems.append(f'{what} is not on the first screen: {text!r} ends {bottom:.0f} px '
+                                                  f'down, in a {HEIGHT} px window')
+    return problems
 
 
 def browser_problems(site:Path, screenshots:Path) -> list[str]:
@@ -207,6 +230,7 @@ def browser_problems(site:Path, screenshots:Path) -> list[str]:
                 if wide['page'] > wide['window'] + SLACK:
                     problems.append(f'{path}: the page is {wide["page"]} px wide in a {wide["window"]} px window')
                 if (n := pg.evaluate(SEARCH_BOXES)) > 1: problems.append(f'{path}: {n} search boxes')
+                if path == 'index.html': problems += [f'{path}: {p}' for p in first_screen_problems(pg)]
                 if path in shots:
                     # the screenshot shows the page's first figure (else its first table); the home page its top
                     first = pg.locator('div.plotly-graph-div, img[src*="_images"]').first

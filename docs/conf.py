@@ -11,6 +11,7 @@ myst_enable_extensions = ['dollarmath', 'amsmath']
 # `$$...$$` inside a paragraph is display math, as Jupyter and GitHub show it; MyST's default reads each `$$` as an
 # empty `$...$`, pairing the dollars after it wrongly: prose came out as one long italic formula, off the column
 myst_dmath_double_inline = True
+highlight_language = 'none'  # a fence with no language (a program's output, a timing) is text, not Python
 myst_heading_anchors = 3  # README links such as `#the-gpu-node` resolve to their heading
 exclude_patterns = ['_build', 'jupyter_execute', 'figures']  # figures/ holds images and tables, not pages
 html_theme = 'sphinx_book_theme'

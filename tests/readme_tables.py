@@ -397,6 +397,31 @@ def cascade(folder:str='gpu-readout', share:float=0.25) -> str:
                    t[['small model', 'accuracy', 'accuracy interval', 'random routing', 'gain', 'gain interval']].values])
 
 
+READOUT_EXAMPLE = {'1.0': 0.55, '0.8': 0.20, '0.5': 0.15, '0': 0.05, 'high': 0.05}  # what follows `Confidence:`
+
+
+def readout_example(strings:dict=READOUT_EXAMPLE) -> str:
+    """`docs/readout.md`'s worked example: a model that writes each of `strings` after its label with the probability
+    given, one character a token, then a newline; `caopd.readout.expected_value` reads it."""
+    from caopd.readout import TokenTable, expected_value, value_grammar
+    is_value = value_grammar(2)[1]
+    chars = sorted({c for t in strings for c in t}) + ['\n']
+    def next_probs(prefixes):  # P(next character | the characters so far), from the strings' probabilities
+        out = []
+        for ids in prefixes:
+            done = ''.join(chars[i] for i in ids)
+            below = {t: p for t, p in strings.items() if (t + '\n').startswith(done) and len(t) + 1 > len(done)}
+            nxt = {}
+            for t, p in below.items(): c = (t + '\n')[len(done)]; nxt[chars.index(c)] = nxt.get(chars.index(c), 0) + p
+            out.append({i: p / sum(below.values()) for i, p in nxt.items()})
+        return out
+    r = expected_value(next_probs, TokenTable.from_texts(chars))
+    rows = [[f'`{t}`', f'{p:.2f}', 'yes' if is_value(t) else 'no'] for t, p in strings.items()]
+    return (_table(['what follows `Confidence:`', 'probability', 'a value CaOPD writes'], rows)
+            + f"\nexpected stated confidence {r.expected:.4f}, mass {r.mass:.2f}, outside {r.outside:.2f}, pruned "
+              f"{r.pruned:.2f} ({r.nodes} next-token distributions read)\n")
+
+
 # --- the README's headline: stated against expected confidence, pooled over seeds ---
 
 HEADLINE = {'arithmetic': ['start', 'SDFT', 'CaOPD (SDFT)'],  # the rows, as figures/<folder>/readout.csv names them
@@ -492,6 +517,63 @@ def headline(folder:str) -> str:
     return _table(['method', 'seeds x questions', 'accuracy', 'AUROC stated', 'AUROC expected (ours)',
                    'ECE stated: pooled; each seed', 'ECE expected (ours): pooled; each seed',
                    'Brier skill expected (ours): pooled; each seed'], rows)
+
+
+# --- the README's first screen: what the runs show, in words chosen by the intervals ---
+
+VERDICT = {'arithmetic': ('On a laptop', 'two CPU cores', 'laptop'),  # headline folder: its words, its paradigms folder
+           'gpu-readout': ('On one GPU', 'one H200', 'gpu')}
+
+
+def _span(r, key:str) -> tuple[float, float, float]: return r[key], r[f'{key}_lo'], r[f'{key}_hi']
+
+def _num(v:tuple) -> str: return f'{v[0]:.2f}'
+def _iv(v:tuple) -> str: return ci({'v': v[0], 'v_lo': v[1], 'v_hi': v[2]}, 'v')
+
+def _order(a:tuple, b:tuple) -> str:
+    "'below', 'above' where the 95% intervals of `a` and `b` do not overlap, else 'overlap'."
+    return 'below' if a[2] < b[1] else 'above' if a[1] > b[2] else 'overlap'
+
+
+def verdict_line(folder:str) -> str:
+    """One machine's result in a sentence, each comparison's word chosen by whether its intervals overlap: CaOPD's
+    stated confidence against SDFT's (ECE) and chance (AUROC), accuracy before and after training, and the expected
+    confidence (ours) against a constant at the model's accuracy (Brier skill) and the agreement of samples (AUROC)."""
+    where, machine, paradigms = VERDICT[folder]
+    start, sdft, caopd = HEADLINE[folder]
+    seeds = pd.read_csv(ROOT/'figures'/folder/'seeds.csv', dtype={'seed': str})
+    each = pd.read_csv(ROOT/'figures'/folder/'readout_per_seed.csv')
+    acc = {m: _span(_row(seeds, method=m, seed='all'), 'accuracy') for m in (start, sdft, caopd)}
+    stated = {m: _row(each, method=m, readout='stated') for m in (sdft, caopd)}
+    ece = {m: _span(r, 'ece pooled') for m, r in stated.items()}
+    auroc = _span(stated[caopd], 'auroc pooled')
+    expected = _row(each, method=caopd, readout='expected')
+    k = int(expected['seeds'])
+    rows = {r['paradigm']: r for r in json.loads((ROOT/'figures'/'paradigms'/paradigms/'paradigms.json').read_text())['rows']
+            if r['method'] == caopd}
+    agree, mine = _span(rows['agreement'], 'auroc'), _span(rows['expected'], 'auroc')
+
+    calibrated = {'below': 'better calibrated than', 'above': 'worse calibrated than',
+                  'overlap': 'calibrated no better than'}[_order(ece[caopd], ece[sdft])]
+    chance = ('no better than chance' if auroc[2] <= 0.5 else 'better than chance' if auroc[1] > 0.5
+              else 'about as well as chance')
+    moved = {'below': 'falls', 'above': 'rises', 'overlap': 'goes'}[_order(acc[caopd], acc[start])]
+    overlap = ', the intervals overlapping' if moved == 'goes' else ''
+    skill = _span(expected, 'brier_skill pooled')
+    constant = 'beats' if skill[1] > 0 else 'is worse than' if skill[2] < 0 else 'is no better than'
+    ranks = {'above': 'better than', 'below': 'worse than', 'overlap': 'about as well as'}[_order(agree, mine)]
+    return (f"- **{where}** ({machine}, {k} seeds): CaOPD's stated confidence is {calibrated} SDFT's (ECE "
+            f"{_num(ece[caopd])} against {_num(ece[sdft])}) and ranks answers {chance} (AUROC {_num(auroc)}); accuracy "
+            f"{moved} from {_num(acc[start])} before training to {_num(acc[caopd])}{overlap} (SDFT's: "
+            f"{_num(acc[sdft])}). Its expected confidence has ECE {_num(_span(expected, 'ece pooled'))} and "
+            f"{constant} a constant at its accuracy (Brier skill {_iv(skill)}); the agreement of "
+            f"{rows['agreement']['extra_samples']:g} more samples ranks answers {ranks} it (AUROC {_num(agree)} "
+            f"against {_num(mine)}).")
+
+
+def verdict() -> str:
+    "The README's first screen: each machine's `verdict_line`, wrapped as the README's prose is."
+    return '\n'.join(textwrap.fill(verdict_line(f), 118, subsequent_indent='  ') for f in VERDICT) + '\n'
 
 
 def headline_checks(folder:str) -> str:

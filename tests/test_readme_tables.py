@@ -129,3 +129,16 @@ def test_a_changed_output_fails_the_check(tmp_path):
         assert check(f'same{i}.md').returncode == 0, _name(page)
         r = check(f'changed{i}.md')
         assert r.returncode != 0 and 'Check failed' in r.stdout + r.stderr, _name(page)
+
+
+def test_the_verdict_s_words_follow_the_intervals():
+    """The README's first screen (`readme_tables.verdict`) chooses 'better', 'worse' or 'no better' by whether two 95%
+    intervals overlap, and says each machine's line from its own tables."""
+    import readme_tables as t
+    assert t._order((0.38, 0.31, 0.46), (0.79, 0.70, 0.88)) == 'below'
+    assert t._order((0.79, 0.70, 0.88), (0.38, 0.31, 0.46)) == 'above'
+    assert t._order((0.43, 0.40, 0.47), (0.43, 0.39, 0.47)) == t._order((0.24, 0.18, 0.29), (0.34, 0.29, 0.42)) == 'overlap'
+    lines = t.verdict().split('\n- ')
+    assert len(lines) == len(t.VERDICT) and 'nan' not in t.verdict()
+    for line, (where, machine, _) in zip(lines, t.VERDICT.values()):
+        assert where in line and machine in line.replace('\n  ', ' ')

@@ -33,6 +33,8 @@ def test_every_page_is_on_the_site(site):
     missing = [p for p in build.notebooks() if not (site/p.relative_to(ROOT).with_suffix('.html')).is_file()]
     missing += [p for p in build.doc_pages() if not (site/p.relative_to(ROOT).with_suffix('.html')).is_file()]
     assert not missing, f'no page for {missing}'
+    # the sidebar's guides in reading order: every page it names exists (a renamed page would fall to the end)
+    assert [p.stem for p in build.doc_pages()][:len(build.READING_ORDER)] == build.READING_ORDER
     # the lessons show their outputs, the theory its figures drawn by the site's own plotly.js (no CDN anywhere)
     theory = (site/'nbs'/'04_theory.html').read_text()
     assert theory.count('class="plotly-graph-div"') >= 6 and 'cell_output' in theory
@@ -93,15 +95,18 @@ PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title
 <body><nav>{nav}</nav><main><article class="bd-article" style="width: 600px; padding: 0 20px">{body}</article></main>
 </body></html>"""
 SEARCH = '<button class="search-button__button">Search</button>'
+# a home page whose first screen shows what docs/check.py's FIRST_SCREEN asks for
+HOME = ('<p><strong>What the runs show</strong></p><ul><li>On a laptop</li><li>On one GPU</li></ul>'
+        '<pre><span>mkdir -p runs/train &amp;&amp; .ci/env </span><span>papermill nbs/train.ipynb</span> out.ipynb</pre>')
 
-def _crafted_site(root, pages:dict, icon:bool=True, nav:dict|None=None):
+def _crafted_site(root, pages:dict, icon:bool=True, nav:dict|None=None, home:str=HOME):
     """A site of `pages` ({path: the article's HTML}), README.html its home page (index.html forwards there), each
     naming an icon or not, `nav` ({path: HTML}) beside the article."""
     (root/'_static').mkdir(parents=True)
     (root/'_static'/'favicon.svg').write_text('<svg xmlns="http://www.w3.org/2000/svg"/>')
     (root/'index.html').write_text('<!DOCTYPE html><meta charset="utf-8"><link rel="icon" href="_static/favicon.svg">'
                                    '<meta http-equiv="refresh" content="0; url=README.html">')
-    for path, body in {'README.html': '<p>home</p>', **pages}.items():
+    for path, body in {'README.html': home, **pages}.items():
         f = root/path; f.parent.mkdir(parents=True, exist_ok=True)
         depth = '../' * (len(f.relative_to(root).parts) - 1)
         head = f'<link rel="icon" href="{depth}_static/favicon.svg">' if icon else ''
@@ -161,3 +166,21 @@ def test_the_browser_check_fails_on_what_a_reader_sees_cut_off(tmp_path):
     # a page naming no icon: the browser asks for /favicon.ico, which the site has not (if it asks before moving on)
     assert set(problems) <= {*on('nbs/code.html'), *on('nbs/figure.html'), *on('nbs/math.html'),
                              *on('nbs/search.html'), *on('nbs/no-icon.html')}, problems
+
+
+def test_the_home_page_check_fails_without_the_verdict_and_the_command_on_its_first_screen(tmp_path):
+    "The verdict and the run command must be on the home page's first screen (1280x900, not scrolled)."
+    check = _docs_module('check')
+    if not check.chromium(): pytest.skip('no chromium on PATH (apt-get install chromium): the browser check needs it')
+    def home(body): return check.browser_problems(_crafted_site(tmp_path/str(len(list(tmp_path.iterdir()))), {},
+                                                                home=body), tmp_path/'shots')
+    assert home(HOME) == []
+    low = home('<div style="height: 1000px">a long figure</div>' + HOME)
+    assert len(low) == 3 and all(p.startswith('index.html: ') and 'not on the first screen' in p for p in low), low
+    half = home(HOME.replace('</ul>', '</ul><div style="height: 1000px"></div>'))
+    assert half == ["index.html: the run command is not on the first screen: 'papermill nbs/train.ipynb' ends "
+                    f"{half[0].split(' ends ')[1].split(' px')[0]} px down, in a 900 px window"], half
+    gone = home('<p>caopd</p>')
+    assert gone == ["index.html: the verdict is not on the page (no text 'What the runs show')",
+                    "index.html: the verdict is not on the page (no text 'On one GPU')",
+                    "index.html: the run command is not on the page (no text 'papermill nbs/train.ipynb')"], gone
