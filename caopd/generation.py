@@ -33,6 +33,7 @@ def shared_prefix_cache(model, # a transformers causal LM
     "A key-value cache of the batch's first columns, its prompts' common prefix computed once and copied into every row; None where it would not help."
     import torch
     from transformers import DynamicCache
+    if not isinstance(model, torch.nn.Module): return None  # a stand-in that only generates: no forward pass to run
     starts = (attention_mask == 0).sum(1).tolist()  # left padding: each row's first column of prompt
     if len(starts) < 2: return None
     rows = [input_ids[i, s:] for i, s in enumerate(starts)]
@@ -40,7 +41,8 @@ def shared_prefix_cache(model, # a transformers causal LM
     if n < min_shared: return None
     shared = int(torch.stack([r[:n] for r in rows]).eq(rows[0][:n]).all(0).long().cumprod(0).sum())
     if shared < min_shared: return None
-    width = min(starts) + shared  # the columns the cache holds
+    width = min(starts) + shared  # the columns the cache holds: the longest prompt's shared prefix
+    if max(starts) > width: return None  # a prompt shorter by more than the prefix starts after those columns
     with torch.inference_mode():
         out = model(rows[0][:shared][None], use_cache=True)
     prefix = out['cache'] if 'cache' in out else out.past_key_values
