@@ -151,9 +151,65 @@ def plotly_html(fig:dict) -> str:
     return pio.to_html(fig, include_plotlyjs=False, include_mathjax=False, full_html=False, default_width='100%',
                        config={**fig.get('config', {}), 'responsive': True})
 
+# What a page shows of an output: its result. Left out of streams (the executed notebook keeps them): progress bars,
+# warnings (a library's deprecations, with the line of source Python prints under each) and the trainer's log dicts,
+# which the lessons and the run's own tables report; and paths of the machine that ran it written as a reader's
+PROGRESS = re.compile(r'^\s*[^|\n]*\d+%\|[^|\n]*\|[^\n]*$|^\s*[^\n]*\d+/\d+ \[\d\d:\d\d<[^\n]*$')
+WARNING = re.compile(r'\S+:\d+: [A-Z]\w*Warning: ')
+LOG_DICT = re.compile(r"^\{'(?:loss|train_runtime|eval_[\w/]+)': .*\}\s*$")
+
+def shown_paths(text:str) -> str:
+    "Paths of the machine that ran a notebook as a reader's: the repository `.`, its parent `..`, home `~`, temp `$TMPDIR`."
+    text = re.sub(r'(?:/[\w.-]+)*/bin/python(?:3(?:\.\d+)?)?\b', 'python', text)  # a virtual environment's python
+    for path, shown in ((ROOT, '.'), (ROOT.parent, '..'), (Path.home(), '~'), (Path(tempfile.gettempdir()), '$TMPDIR')):
+        text = re.sub(re.escape(str(path)) + r'(?=/|\b)', lambda m: shown, text)
+    return text
+
+def shown_stream(text:str) -> str:
+    "A stream's text as a page shows it: its lines but progress bars, warnings and log dicts, paths as a reader's."
+    lines, kept, skip_source = text.split('\n'), [], False
+    for line in lines:
+        line = line.rsplit('\r', 1)[-1]  # a line redrawn in place (tqdm): its last state
+        if skip_source and line.startswith('  '): skip_source = False; continue  # the warned line of source
+        skip_source = bool(WARNING.search(line))  # a warning, perhaps written after a progress bar on its line
+        if skip_source or PROGRESS.match(line) or LOG_DICT.match(line): continue
+        if not line.strip() and (not kept or not kept[-1].strip()): continue  # one blank line where bars were
+        kept.append(line.rstrip() if not line.strip() else line)
+    return shown_paths('\n'.join(kept))
+
+TABLE_LINE = re.compile(r'^\s*\|.*\|\s*$')
+RULE = re.compile(r'^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$')
+
+def stream_outputs(o:dict) -> list[dict]:
+    """A stream as it is shown: `shown_stream`'s text, each Markdown table it prints (a header line, then `| --- |`) as
+    a Markdown output of its own, so the page draws a table; none for a stream left empty."""
+    lines, outs, text = shown_stream(''.join(o['text'])).split('\n'), [], []
+    def flush():
+        if ''.join(text).strip(): outs.append({**o, 'text': '\n'.join(text).strip('\n') + '\n'})
+        text.clear()
+    i = 0
+    while i < len(lines):
+        if TABLE_LINE.match(lines[i]) and i + 1 < len(lines) and RULE.match(lines[i + 1]):
+            j = i + 2
+            while j < len(lines) and TABLE_LINE.match(lines[j]): j += 1
+            flush()
+            outs.append(dict(output_type='display_data', metadata={},
+                             data={'text/markdown': '\n'.join(l.strip() for l in lines[i:j]) + '\n'}))
+            i = j
+        else: text.append(lines[i]); i += 1
+    flush()
+    return outs
+
+def skip_flags() -> set:
+    "The cell flags nbdev_test skips unless asked (settings.ini's tst_flags: slow, cuda)."
+    import configparser
+    cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini')
+    return set(cfg['DEFAULT'].get('tst_flags', '').split())
+
 def page(executed:Path, src:Path, stage:Path) -> dict:
     """The notebook as a page: nbdev's directives handled (`#| hide` cells hidden, `#|` lines dropped), plotly figures
-    given an HTML view drawn by the site's own plotly.js, and the CDN loaders a Jupyter kernel writes dropped."""
+    given an HTML view drawn by the site's own plotly.js, the CDN loaders a Jupyter kernel writes dropped, streams as
+    `stream_outputs` shows them (no progress bars, warnings or log dicts; printed tables drawn) and paths as a reader's."""
     nb = json.loads(executed.read_text())
     cells, first_md = [], True
     for c in nb['cells']:
@@ -165,9 +221,19 @@ def page(executed:Path, src:Path, stage:Path) -> dict:
             if 'hide' in DIRECTIVE.findall(src_text) or 'nbdev_export' + '(' in src_text: continue
             c['source'] = '\n'.join(l for l in src_text.splitlines() if not l.lstrip().startswith('#|')).strip()
             if not c['source']: continue  # a cell that held only `#| default_exp`
+            skipped = sorted(set(DIRECTIVE.findall(src_text)) & skip_flags())
+            if skipped and not c.get('outputs'):  # nbdev_test skips it: the page says so under its code
+                flag = skipped[0]
+                c['outputs'] = [dict(output_type='display_data', metadata={}, data={'text/markdown': (
+                    f'*Not run for this page: a `#| {flag}` cell, which `nbdev_test` skips; '
+                    f'`.ci/env nbdev_test --flags {flag} --path {src.relative_to(ROOT).as_posix()}` runs it.*\n')})]
             outputs = []
             for o in c.get('outputs', []):
                 d = o.get('data', {})
+                if o.get('output_type') == 'stream':
+                    outputs += stream_outputs(o); continue
+                for kind in ('text/plain', 'text/markdown'):
+                    if kind in d: d[kind] = shown_paths(''.join(d[kind]))
                 if 'application/vnd.plotly.v1+json' in d:
                     d['text/html'] = plotly_html(d.pop('application/vnd.plotly.v1+json'))
                 elif 'cdn.plot.ly' in ''.join(d.get('text/html', '')): continue  # plotly's notebook loader

@@ -3,12 +3,15 @@
 - from the HTML: every internal link and image exists; no Markdown table is shown as its raw `| a | b |` text; no link
   leaves the site for the repository host (settings.ini's git_url) to show a file the site has a page for; every page
   names its icon (else the browser asks for /favicon.ico);
+- from the text: no table left as text, progress bar, warning, trainer's log dict, model printout or path of the
+  building machine in a cell's output; no LaTeX left untypeset or label of the paper's source in prose; no page showing
+  outputs of an older version of its notebook;
 - in one headless Chromium tab, 1280 px wide: every page loads without a JavaScript error, a request the site cannot
   serve or one outside it, its plotly figures drawn and formulas typeset, one search box, and nothing cut off on the
   right: no element whose content is scrolled, clipped or spilling past the column (code, an equation, a figure; a
-  table may scroll in its own box) and no page wider than the window; the home page shows what the runs show and the
-  command that runs it on its first screen (1280x900, not scrolled). Home, the theory lesson and a results page are
-  photographed (figures/site/ keeps them).
+  table may scroll in its own box), no page wider than the window and no text of a figure over another; the home page
+  shows what the runs show and the command that runs it on its first screen (1280x900, not scrolled). Home, the
+  theory lesson and a results page are photographed (figures/site/ keeps them).
 
     .ci/env python docs/check.py SITE SCREENSHOTS
 """
@@ -85,6 +88,58 @@ def raw_table_problems(site:Path) -> list[str]:
     return [f'{p.relative_to(site)}: a table shown as raw text: {m.splitlines()[0][:80]}'
             for p in site_pages(site) for m in RAW_TABLE.findall(p.read_text(errors='replace'))]
 
+class _Text(html.parser.HTMLParser):
+    """A page's text in pieces, each marked as a cell's output (`cell_output`), code (pre, code: the page shows it as
+    written) or prose; text MathJax typesets (`math` spans and divs), scripts and styles are left out."""
+    SKIP = ('script', 'style')
+    def __init__(self):
+        super().__init__(convert_charrefs=True); self.stack, self.pieces = [], []
+    def handle_starttag(self, tag, attrs):
+        if tag in ('br', 'img', 'hr', 'meta', 'link', 'input', 'wbr', 'col', 'source'): return  # void elements
+        cls = (dict(attrs).get('class') or '').split()
+        self.stack.append((tag, 'cell_output' in cls, 'math' in cls))
+    def handle_endtag(self, tag):
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag: del self.stack[i:]; return
+    def handle_data(self, data):
+        tags = [t for t, _, _ in self.stack]
+        if any(t in self.SKIP for t in tags) or any(m for _, _, m in self.stack) or not data.strip(): return
+        kind = 'output' if any(o for _, o, _ in self.stack) else 'code' if {'pre', 'code'} & set(tags) else 'prose'
+        self.pieces.append((kind, data))
+
+# what a reader should never see in a cell's output: progress bars, warnings, a trainer's log dicts, a model's
+# printout, and paths of the machine that built the page (its virtual environment, its temporary folders)
+OUTPUT_NOISE = {'a progress bar': re.compile(r'\d+%\|[^|\n]*\||\d+/\d+ \[\d\d:\d\d<'),
+                'a warning': re.compile(r'\b[A-Z]\w*Warning\b'),
+                "a trainer's log dict": re.compile(r"\{'(?:loss|train_runtime|eval_loss)': "),
+                "a model's printout": re.compile(r'\b\w+ForCausalLM\(\n'),
+                'a path of the machine that built it': re.compile(r'(?<![\w.~])/(?:tmp|root|home|work|usr|opt|var)/[\w.-]+')}
+# in prose: LaTeX the site did not typeset (a formula split by a table's `|`, a `$` left over) and the paper's labels
+LITERAL_LATEX = re.compile(r'\\(?:frac|hat|mathbb|mathcal|max|min|sum|big|left|right|mu|sigma|alpha|lambda)\b|\$[^\s$]')
+PAPER_LABEL = re.compile(r'\b(?:eq|tab|fig|sec|app|prop|thm):[A-Za-z][\w-]*')
+RAW_TABLE_TEXT = re.compile(r'^\s*\|[^\n]*\|\s*\n\s*\|[ :|-]*-{3}[ :|-]*\|', re.M)  # a header line, then `| --- |`
+STALE = 'The outputs below are those of a run of an earlier version of this notebook'  # docs/build.py's note
+
+def text_problems(site:Path) -> list[str]:
+    """What every page's text shows that a reader should not see: tables left as text in outputs, noise in outputs
+    (`OUTPUT_NOISE`), LaTeX left untypeset or the paper's labels in prose, and outputs of an older notebook."""
+    site, problems = site.resolve(), []
+    for page in site_pages(site):
+        html_text = page.read_text(errors='replace')
+        t = _Text(); t.feed(html_text)
+        outputs = '\n'.join(d for k, d in t.pieces if k == 'output')
+        prose = '\n'.join(d for k, d in t.pieces if k == 'prose')
+        name = page.relative_to(site).as_posix()
+        say = lambda what, m: problems.append(f'{name}: {what}: {m.group(0).strip()[:60]!r}')
+        if m := RAW_TABLE_TEXT.search(outputs): say('a table shown as raw text in an output', m)
+        for what, pattern in OUTPUT_NOISE.items():
+            if m := pattern.search(outputs): say(f'{what} in an output', m)
+        if m := LITERAL_LATEX.search(prose): say('LaTeX shown as text', m)
+        if m := PAPER_LABEL.search(prose): say("a label of the paper's source shown as text", m)
+        if STALE in html_text: problems.append(f'{name}: its outputs come from an older version of its notebook')
+    return problems
+
+
 def offsite_link_problems(site:Path, repo:str|None=None) -> list[str]:
     """Links that leave the site for the repository host to show a file the site has a page for (a notebook, a docs/
     page, the README): the reader should get the site's page, with its outputs, not the repository's file."""
@@ -111,7 +166,8 @@ def favicon_problems(site:Path) -> list[str]:
 def html_problems(site:Path) -> list[str]:
     """What the pages' HTML shows wrong, on every page: broken links, raw tables, links off the site to its own pages,
     no icon."""
-    return link_problems(site) + raw_table_problems(site) + offsite_link_problems(site) + favicon_problems(site)
+    return (link_problems(site) + raw_table_problems(site) + offsite_link_problems(site) + favicon_problems(site)
+            + text_problems(site))
 
 
 def results_page(site:Path) -> str:
@@ -162,6 +218,20 @@ TEXT_BOTTOM = """text => {
   const holds = e => (e.textContent || '').includes(text);
   const inner = [...article.querySelectorAll('*')].filter(e => holds(e) && ![...e.children].some(holds));
   return inner.length ? inner[0].getBoundingClientRect().bottom + window.scrollY : -1;
+}"""
+# text of a drawn plotly figure that overlaps other text of it: titles, subplot titles and annotations, axis titles
+OVERLAPS = """() => {
+  const found = [];
+  document.querySelectorAll('div.plotly-graph-div').forEach(div => {
+    const boxes = [...div.querySelectorAll('.gtitle, .annotation-text, .xtitle, .ytitle, .g-xtitle text, .g-ytitle text')]
+      .filter(e => (e.textContent || '').trim()).map(e => [e.textContent.trim(), e.getBoundingClientRect()]);
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const [a, r] = boxes[i], [b, q] = boxes[j];
+      const w = Math.min(r.right, q.right) - Math.max(r.left, q.left), h = Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top);
+      if (w > 2 && h > 2 && a !== b) found.push(`"${a.slice(0, 40)}" and "${b.slice(0, 40)}"`);
+    }
+  });
+  return found;
 }"""
 UNDRAWN = "[...document.querySelectorAll('div.plotly-graph-div')].filter(d => !d.querySelector('svg.main-svg'))"
 
@@ -224,6 +294,7 @@ def browser_problems(site:Path, screenshots:Path) -> list[str]:
                 if pg.evaluate('!!(window.MathJax && MathJax.startup && MathJax.startup.promise)'):
                     pg.evaluate('MathJax.startup.promise')
                     if pg.locator('mjx-merror').count(): problems.append(f'{path}: a formula MathJax could not typeset')
+                problems += [f'{path}: text overlaps in a figure: {o}' for o in pg.evaluate(OVERLAPS)[:5]]
                 wide = pg.evaluate(OVERFLOW, SLACK)
                 problems += [f'{path}: cut off on the right: {c}' for c in wide['cut'][:5]]
                 if len(wide['cut']) > 5: problems.append(f'{path}: and {len(wide["cut"]) - 5} more cut off')

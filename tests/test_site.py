@@ -1,6 +1,7 @@
 """The site of the notebooks (docs/build.py) builds offline into a temporary folder, every notebook and docs/ page on
 it, and passes the browser check (docs/check.py) in headless Chromium, whose screenshots figures/site/ keeps."""
 import importlib.util, json, re, shutil, subprocess, sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -130,6 +131,45 @@ def test_the_html_checks_fail_on_their_defects(tmp_path):
     assert 'docs/tables.html' in offsite[0] and 'nbs/04_theory.html' in offsite[1]
     assert len(check.favicon_problems(bad)) == 4  # README and the three pages (index.html names it)
     assert check.link_problems(bad) == ['nbs/04_theory.html: <a> ../docs/nowhere.html: no such file in the site']
+    assert check.text_problems(bad) == []  # none of these defects is in a page's text
+
+
+def test_the_text_checks_fail_on_their_defects(tmp_path):
+    "Each page holds one thing a reader should not see in a page's text; the same text in code or typeset maths is fine."
+    check = _docs_module('check')
+    out = lambda text: f'<div class="cell_output docutils container"><div class="output stream"><pre>{text}</pre></div></div>'
+    bad = _crafted_site(tmp_path/'bad', {
+        'nbs/table.html': out('| method | ece |\n| --- | --- |\n| caopd | 0.1 |'),
+        'nbs/tqdm.html': out('Generating:  40%|████      | 2/5 [00:01&lt;00:02,  1.2it/s]'),
+        'nbs/warning.html': out('/x/site-packages/trl/trainer.py:12: FutureWarning: `tokenizer` is deprecated'),
+        'nbs/log.html': out("{'loss': 0.12, 'grad_norm': 1.5, 'epoch': 0.5}"),
+        'nbs/model.html': out('LlamaForCausalLM(\n  (model): LlamaModel(...)\n)'),
+        'nbs/path.html': out('wrote /tmp/tmpab12cd/run/metrics.json'),
+        'nbs/latex.html': '<table><tr><td>$n_b=\\max(1,</td><td>\\frac{1}{2}$</td></tr></table>',
+        'nbs/label.html': '<p>the loss of eq:caopd_loss</p>',
+        'nbs/stale.html': f'<div class="admonition note"><p>{check.STALE}, whose code is shown here.</p></div>'})
+    problems = check.text_problems(bad)
+    def on(page): return [p.split(': ', 2)[1] for p in problems if p.startswith(page + ':')]
+    assert on('nbs/table.html') == ['a table shown as raw text in an output'], problems
+    assert on('nbs/tqdm.html') == ['a progress bar in an output'], problems
+    assert on('nbs/warning.html') == ['a warning in an output'], problems
+    assert on('nbs/log.html') == ["a trainer's log dict in an output"], problems
+    assert on('nbs/model.html') == ["a model's printout in an output"], problems
+    assert on('nbs/path.html') == ['a path of the machine that built it in an output'], problems
+    assert on('nbs/latex.html') == ['LaTeX shown as text'], problems
+    assert on('nbs/label.html') == ["a label of the paper's source shown as text"], problems
+    assert 'nbs/stale.html: its outputs come from an older version of its notebook' in problems, problems
+    assert len(problems) == 9, problems
+    # the same text where the page shows code as written, or MathJax typesets it, is no defect
+    good = _crafted_site(tmp_path/'good', {
+        'nbs/code.html': '<pre>| a | b |\n| --- | --- |</pre><code>eq:caopd_loss</code><pre>$x$ \\frac{1}{2}</pre>',
+        'nbs/math.html': '<p><span class="math notranslate nohighlight">\\(\\frac{1}{2} \\hat\\mu\\)</span></p>',
+        'nbs/output.html': out('wrote runs/train/metrics.json; accuracy 0.34 [0.24, 0.42]')})
+    assert check.text_problems(good) == []
+
+
+def test_the_html_checks_pass_a_good_site(tmp_path):
+    check = _docs_module('check')
     good = _crafted_site(tmp_path/'good', {'docs/tables.html': '<table><tr><td>caopd</td></tr></table>',
                                           'docs/links.html': '<a href="tables.html">tables</a>'})
     assert check.html_problems(good) == []
@@ -184,3 +224,45 @@ def test_the_home_page_check_fails_without_the_verdict_and_the_command_on_its_fi
     assert gone == ["index.html: the verdict is not on the page (no text 'What the runs show')",
                     "index.html: the verdict is not on the page (no text 'On one GPU')",
                     "index.html: the run command is not on the page (no text 'papermill nbs/train.ipynb')"], gone
+
+
+def test_a_stream_shows_its_result_and_its_tables():
+    """A page shows what a cell printed without progress bars, warnings (and the source line under each) or the
+    trainer's log dicts, the machine's paths as a reader's, and a printed Markdown table as a table."""
+    import tempfile
+    printed = (f"/x/.venv/lib/python3.11/site-packages/tqdm/auto.py:21: TqdmWarning: IProgress not found\n"
+               f"  from .autonotebook import tqdm as notebook_tqdm\n"
+               f"Generating:   0%|          | 0/3 [00:00<?, ?it/s]\rGenerating: 100%|##########| 3/3 [00:01<00:00]\n"
+               f"{{'loss': '0.4874', 'grad_norm': '1.045'}}\n"
+               f"$ /x/.venv/bin/python -m caopd.train --settings {build.ROOT}/runs/r/settings.json\n"
+               f"data: {build.ROOT.parent}/shared/data, cache {tempfile.gettempdir()}/tmpab12/cache\n\n"
+               "| metric | before |\n| --- | ---: |\n| accuracy | 0.34 |\ndone\n")
+    outs = build.stream_outputs(dict(output_type='stream', name='stdout', text=printed.splitlines(keepends=True)))
+    assert [o['output_type'] for o in outs] == ['stream', 'display_data', 'stream'], outs
+    assert outs[0]['text'] == ('$ python -m caopd.train --settings ./runs/r/settings.json\n'
+                               'data: ../shared/data, cache $TMPDIR/tmpab12/cache\n'), outs[0]['text']
+    assert outs[1]['data'] == {'text/markdown': '| metric | before |\n| --- | ---: |\n| accuracy | 0.34 |\n'}
+    assert outs[2]['text'] == 'done\n'
+    assert build.stream_outputs(dict(output_type='stream', name='stderr', text='  5%|5    | 1/20 [00:01<00:19]\n')) == []
+
+
+def test_the_browser_check_fails_on_text_over_text_in_a_figure(tmp_path):
+    "Two subplot titles drawn over each other are a problem; the same figure with room between them is not."
+    check = _docs_module('check')
+    if not check.chromium(): pytest.skip('no chromium on PATH (apt-get install chromium): the browser check needs it')
+    import plotly, plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+    def figure(spacing):
+        fig = make_subplots(1, 2, subplot_titles=['Reliability after SDFT, expected', 'Reliability after CaOPD, expected'],
+                            horizontal_spacing=spacing)
+        fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1]), 1, 1); fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1]), 1, 2)
+        return fig.update_layout(width=500, height=300).to_html(include_plotlyjs=False, full_html=False)
+    site = _crafted_site(tmp_path/'site', {'nbs/tight.html': figure(0.01), 'nbs/roomy.html': figure(0.01).replace(
+        'Reliability after CaOPD, expected', 'CaOPD')})
+    for page in ('nbs/tight.html', 'nbs/roomy.html'):  # the site's own plotly.js, as docs/build.py serves it
+        f = site/page; f.write_text(f.read_text().replace('<title>', '<script src="../_static/plotly.min.js"></script><title>'))
+    shutil.copy(Path(plotly.__file__).parent/'package_data'/'plotly.min.js', site/'_static')
+    problems = check.browser_problems(site, tmp_path/'shots')
+    assert [p for p in problems if 'overlaps' in p] == [
+        'nbs/tight.html: text overlaps in a figure: "Reliability after SDFT, expected" and "Reliability after CaOPD, expected"'
+    ], problems
