@@ -306,6 +306,7 @@ def _world(run:RunArguments, preset:str, server_gpus:int=0) -> int:
                          f"launch with --num_processes {run.num_processes}, or drop num_processes")
     return int(env) if env is not None else want
 
+# %% ../nbs/11a_arguments.ipynb #c011-1
 def resolve_settings(run:RunArguments) -> RunSettings:
     "Everything `settings.json` records about `run`: the preset filled in, the protocol, the batch arithmetic (no side effect; `caopd.stages.prepare` adds this process's environment)."
     import torch
@@ -478,6 +479,7 @@ def _json_dict(text:str) -> dict:
     return json_object(text, 'a dict flag')
 _json_dict.__name__ = 'dict'  # argparse names the type in its message: "invalid dict value"
 
+# %% ../nbs/11a_arguments.ipynb #c037-1
 @functools.cache
 def _run_parser_class() -> type:
     "`run_parser`'s class, made on first use: caopd's modules load without TRL's parser (it loads transformers', not torch)."
@@ -531,6 +533,7 @@ def _recipe_words(recipe:dict) -> list[str]:
         words += [f'--{k}', *(map(str, v) if isinstance(v, list) else [json.dumps(v) if isinstance(v, dict) else str(v)])]
     return words
 
+# %% ../nbs/11a_arguments.ipynb #c037-2
 def parse_args(argv:list[str]|None=None) -> RunArguments:
     """`RunArguments` from the command line and an optional `--config` recipe (the command line's words win), by one
     parser (`run_parser`); the fields of the method's TRL config among them become `trainer_overrides` (a recipe's

@@ -296,6 +296,7 @@ def submit_grid(grid, # the grid file, for messages
         raise Refusal(f"{grid}: {'; '.join(said)} (`caopd-runs {grid} --status` shows the jobs and logs)")
     return list(folders.values())
 
+# %% ../nbs/11c_cluster.ipynb #cl009-1
 def job_constraint(res:dict, # `job_resources(...)`
                    cluster:dict, # `cluster_options(...)`
                   ) -> str|None:

@@ -333,6 +333,7 @@ def _read_likelihood(records, backend, model, is_pair, dtype, lm, tok, domain, m
 
 AGREEMENT_FILE = 'agreement.jsonl'  # in an evaluation folder: the samples drawn only for the agreement of samples
 
+# %% ../nbs/10_evaluation.ipynb #c035-1
 def _agreement_samples(a, backend, model, is_pair, dtype, lm, tok, llm, rows_list, domain, verifier, api_key, progress) -> list:
     "`a.agreement_samples` more samples of every prompt (seed `a.seed + 1`), scored; kept in `out` and read back when all there."
     m, seed = a.agreement_samples, a.seed + 1
@@ -370,6 +371,7 @@ def _agreement_samples(a, backend, model, is_pair, dtype, lm, tok, llm, rows_lis
     if path is not None: write_jsonl(path, extra)
     return extra
 
+# %% ../nbs/10_evaluation.ipynb #c035-2
 def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, 'openai:<name>', or a loaded (model, tokenizer) pair
              domain:str|None=None, # 'chemistry', 'tooluse' or 'arithmetic' (ours); None: `args`'s, else 'chemistry'
              split:str|None=None, # dataset split; None: `args`'s, else 'test'

@@ -151,7 +151,7 @@ def _wrap_detail(name:str, # a display name, e.g. 'smollm2 · SDFT (cpu, K=4, 8 
     d = name_detail(name)
     return name if len(name) <= width or not d else f"{name[:name.rfind('(' + d + ')')].rstrip()}<br>({d})"
 
-
+# %% ../nbs/09c_figures.ipynb #c017-1
 def hero_plot(df:pd.DataFrame, # long table with metrics accuracy, mean_confidence and brier per model
               title:str|None='The Scaling Law of Miscalibration', # figure title
               note:str|None=None, # a line printed under the title, e.g. a caveat about the runs shown
@@ -310,7 +310,7 @@ def _single(w:pd.DataFrame, col:str, what:str):
         raise ValueError(f"{what}: the table holds several values of {col!r} ({vals}); pass {col}=... to pick one")
     return vals[0] if vals else ''
 
-
+# %% ../nbs/09c_figures.ipynb #c033-1
 def generalization_bars(df:pd.DataFrame, # long table with `setting` in ID / OOD / CT
                         model:str|None=None, # keep only this model (needed when the table holds several)
                         domain:str|None=None, # keep only this test domain (needed when the table holds several)

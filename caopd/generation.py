@@ -136,6 +136,7 @@ def _generate_batches(model, tokenizer, # a transformers causal LM and its token
 GENERATE_TOP_K = 50  # transformers' default top_k, stated: the embedded model's generation config sets none
 GENERATE_MAX_NEW_TOKENS = 512  # ours: a budget a call states when it has none (the runs set their own lengths)
 
+# %% ../nbs/09_generation.ipynb #c006-1
 def generate(model,  # a transformers causal LM
              tokenizer,  # its tokenizer, with a chat template
              prompts:list,  # chat-message lists, one per prompt
@@ -266,6 +267,7 @@ def _choice_record(choice) -> dict:
         dict(token=a.token, logprob=a.logprob) for a in (t.top_logprobs or [])]) for t in content]
     return rec
 
+# %% ../nbs/09_generation.ipynb #c015-1
 def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' accepted)
                     prompts:list,  # chat-message lists, one per prompt
                     n:int=1,  # samples per prompt

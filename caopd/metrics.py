@@ -410,6 +410,7 @@ def _intervals(c, y, parsed, groups, n_boot:int, level:float, seed:int, n_bins:i
         out[f'{k}_lo'], out[f'{k}_hi'] = float(lo), float(hi)
     return out
 
+# %% ../nbs/03_metrics.ipynb #m015-1
 def bootstrap_intervals(confidence:Sequence, # confidences in [0, 1]; None or NaN when missing
                         correct:Sequence, # bools or 0/1, one per response
                         groups:Sequence|None=None, # the prompt id of each response; None: each response its own prompt

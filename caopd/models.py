@@ -179,7 +179,7 @@ def convert_gguf(
         {"source": g.name, "source_bytes": g.stat().st_size, "converted_by": "caopd.models.convert_gguf"}, indent=1))
     return dest
 
-
+# %% ../nbs/05_models.ipynb #c016-1
 def embedded_tokenizer_path() -> Path:
     "Folder of the embedded model's tokenizer, saved from the GGUF file on first use."
     return cached_build(cache_dir() / "tokenizers" / EMBEDDED_MODEL,

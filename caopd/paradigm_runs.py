@@ -173,6 +173,7 @@ def paradigm_table(groups:dict, # `caopd.seeds.seed_runs(...)`: {label: [run fol
 
 SEED_VALUES = ('auroc', 'ece', 'brier_skill')  # read per seed too, beside the pooled value
 
+# %% ../nbs/12d_paradigm_runs.ipynb #q011-1
 def _seed_values(records:list[dict], name:str) -> dict:
     "One seed's own AUROC, ECE and Brier skill of a paradigm, as the report reads them (missing: worst; a rank: no ECE)."
     scores, _ = paradigm_scores(records, name)
@@ -303,6 +304,7 @@ def main(argv:list[str]|None=None, # the arguments (default: the command line's)
     a = p.parse_args(argv)
     with refusals('python -m caopd.paradigm_runs'): _main(a)
 
+# %% ../nbs/12d_paradigm_runs.ipynb #q015-1
 def _main(a):
     from caopd.saving import save_figure
     groups = seed_runs(a.runs, a.domain, a.scale)

@@ -219,6 +219,7 @@ def read_in(records:list[dict], # per-sample records
     p = PARADIGMS[name]
     return all(read_in(records, k) for k in p.parts) if p.parts else any(p.field in r for r in records)
 
+# %% ../nbs/09e_paradigms.ipynb #p017-1
 def platt_fit(x:np.ndarray, # (n,) scores
               y:np.ndarray, # (n,) 0/1 correctness
               C:float=1.0, # inverse strength of the L2 penalty on the slope (scikit-learn's C)

@@ -205,6 +205,7 @@ def _tree_attention(module, query, key, value, attention_mask=None, scaling=None
     "transformers' attention interface for a level of value trees (`caopd_tree`): the reading in progress attends."
     return _READING.get().attend(module.layer_idx, query, key, value, scaling)
 
+# %% ../nbs/09a_readout.ipynb #r019-1
 @dataclass
 class _TreeReading:
     "Value trees read level by level after prefixes held in a key-value cache, which is read in place and never copied."
@@ -282,6 +283,7 @@ def transformers_next_probs(model, # a transformers causal LM
     batch = transformers_batch_next_probs(model, [list(prefix_ids)])
     return lambda suffixes: batch([(0, s) for s in suffixes])
 
+# %% ../nbs/09a_readout.ipynb #r019-2
 def label_prefix(tokenizer, # the model's tokenizer
                  prompt_text:str, # the prompt as the model saw it (chat template applied)
                  completion:str, # the sampled completion

@@ -94,7 +94,7 @@ def degenerate_note(ours:pd.DataFrame, # our runs, long format
     return (f'Runs of this machine: the model rarely states a confidence (format adherence < {threshold:.0%}); their '
             'calibration numbers mostly score missing confidences, not stated ones.')
 
-
+# %% ../nbs/12a_reproduce.ipynb #rc056-1
 def missing_runs(paper:pd.DataFrame, # a paper table (long format)
                  ours:pd.DataFrame, # `tidy_runs(...)` of this machine
                  keys:Sequence=('domain', 'method', 'setting'), # what a run must match (any model)

@@ -147,6 +147,7 @@ def claim(self:RunFolder,
     if main and not self.identity.is_file(): self._write(self.identity, identity)
     return moved
 
+# %% ../nbs/01b_runfolder.ipynb #id02-1
 @patch
 def set_aside(self:RunFolder) -> Path:
     "Rename the folder <path>.replaced-<time> (nothing is deleted) and leave an empty folder in its place; the new name."

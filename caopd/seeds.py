@@ -172,7 +172,7 @@ def start_label(label:str) -> str:
     "The name of a group's own start in `seeds_table(..., shared_start=False)`."
     return f'start of {label}'
 
-
+# %% ../nbs/12b_seeds.ipynb #s010-1
 def seeds_table(groups:Mapping[str, Sequence], # `seed_runs(...)`
                 n_boot:int=1000, # bootstrap resamples
                 shared_start:bool=True, # the groups of a seed started from one warmed model ('start', checked); False: each group's own

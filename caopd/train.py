@@ -149,6 +149,7 @@ def train(run:RunArguments, # the run's parameters
     try: return _train(run)
     finally: end_process_group()  # also on an error: a rank must not leave gloo's threads to the interpreter's exit
 
+# %% ../nbs/13_train.ipynb #c026-1
 def accept_record(path:str|Path, # the run's settings record: its folder's settings.json, as `prepare` wrote it
                  ) -> RunSettings:
     "The settings of a run planned by another process (caopd-train, `nbs/train.ipynb`), checked only for what is this process's own: its place among the planned processes and the GPUs it sees."
