@@ -165,7 +165,7 @@ def favicon_problems(site:Path) -> list[str]:
 
 def html_problems(site:Path) -> list[str]:
     """What the pages' HTML shows wrong, on every page: broken links, raw tables, links off the site to its own pages,
-    no icon."""
+    no icon, and what their text shows that it should not (`text_problems`)."""
     return (link_problems(site) + raw_table_problems(site) + offsite_link_problems(site) + favicon_problems(site)
             + text_problems(site))
 
