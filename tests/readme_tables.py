@@ -519,6 +519,14 @@ def headline(folder:str) -> str:
                    'Brier skill expected (ours): pooled; each seed'], rows)
 
 
+def your_task_output() -> str:
+    """What docs/your-task.md's script printed with the embedded model (`tests/benchmarks/your_task.txt`): its first
+    line, then the reports as Markdown, each heading as a bold line (the page's own headings stay its sections)."""
+    head, _, printed = (BENCHMARKS/'your_task.txt').read_text().partition('\n\n')
+    body = re.sub(r'^#+ (.*)$', r'**\1**', printed.strip(), flags=re.M)
+    return f'*{head.strip()}:*\n\n{body}\n'
+
+
 # --- the README's first screen: what the runs show, in words chosen by the intervals ---
 
 VERDICT = {'arithmetic': ('On a laptop', 'two CPU cores', 'laptop'),  # headline folder: its words, its paradigms folder

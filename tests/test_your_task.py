@@ -1,6 +1,7 @@
 """docs/your-task.md ("CaOPD in your TRL script") as a reader runs it, on a tiny model: its code block, run whole in a
 fresh folder with only the model line changed, trains SDFT and CaOPD on a task of its own and prints both readouts'
-reports. The page cannot go stale without this failing."""
+reports, with the sections of the output the page shows (`tests/benchmarks/your_task.txt`, the embedded model's). The
+page cannot go stale without this failing."""
 import re, subprocess, sys
 
 import pytest
@@ -36,3 +37,11 @@ def test_the_page_runs_on_a_tiny_model(tmp_path):
         report = (folder/'eval'/'report.md').read_text()
         assert report in res.stdout and 'on rows of your own (n=16): stated confidence' in report
         assert '### Expected stated confidence (ours' in report, report
+    # the page shows what the script printed with the embedded model (tests/benchmarks/your_task.txt): the same reports
+    committed = (ROOT/'tests'/'benchmarks'/'your_task.txt').read_text()
+    assert _skeleton(committed) == _skeleton(res.stdout), (_skeleton(committed), _skeleton(res.stdout))
+
+
+def _skeleton(printed:str) -> list[str]:
+    "The reports' headings, their numbers masked: what a run prints whatever its model (a tiny one reads no values)."
+    return [re.sub(r'\d+(\.\d+)?', '#', l.strip()) for l in printed.splitlines() if l.startswith('#')]
