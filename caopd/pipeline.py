@@ -169,7 +169,8 @@ def figures_stage(run:Run, # `prepare(...)`
     from caopd.tables import METHOD_COLORS
     folder, method = run.folder, run.settings.method
     log, targets = folder.read_log(), folder.read_targets()
-    figs = dict(training_curves=training_curves({run.label: log}), format_adherence=format_adherence_curves({run.label: log}, title='Training loss and format adherence'))
+    figs = dict(training_curves=training_curves({run.label: log}),
+                format_adherence=format_adherence_curves({run.label: log}, title='Training loss and format adherence'))
     pairs = {}  # the stated confidence (the paper's metric), then the expected one (ours) where it was read
     for name, field in (('', 'confidence'), (': expected (ours)', EXPECTED)):
         for when, ev in ((f"before ({before.report['n']} samples)", before), (f'after {method}', after)):
