@@ -259,7 +259,7 @@ def toctree(caption:str, entries:list[str]) -> str:
 
 # the guides in the order a newcomer reads them (the sidebar's); a page not named here follows them, by file name
 READING_ORDER = ['installing', 'results-laptop', 'results-gpu', 'results-chemistry', 'readout', 'your-task', 'runs',
-                 'gpu-node', 'paper-tables', 'developing']
+                 'gpu-node', 'paper-tables', 'lab-notebook', 'developing']
 
 def doc_pages() -> list[Path]:
     "The Markdown pages of docs/ in reading order (the site's own files, executed runs and _static left out)."

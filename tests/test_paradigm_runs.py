@@ -5,7 +5,7 @@ import pytest
 
 from conftest import ROOT
 
-COMMANDS = {  # each committed table: the arguments that made it (docs/results-gpu.md and docs/results-laptop.md show them)
+COMMANDS = {  # each committed table: the arguments that made it (docs/results-gpu.md, docs/results-laptop.md and docs/lab-notebook.md show them)
     'gpu': ['figures/runs/gpu-readout', '--scale', 'gpu',
             '--title', 'One GPU, 24 steps (figures/runs/gpu-readout): AUROC of each paradigm, pooled over seeds'],
     'laptop': ['figures/runs/cpu', '--scale', 'cpu', '--only', 'SDFT', 'CaOPD (SDFT)',

@@ -132,9 +132,9 @@ def test_a_folder_without_runs_is_refused(tmp_path):
 
 
 def test_the_readme_graded_section_quotes_the_tables():
-    """docs/results-laptop.md, 'A graded confidence on a laptop' (issue 30, item 3; in the README until issue 40): its
+    """docs/lab-notebook.md, 'A graded confidence on a laptop' (issue 30, item 3; in the README until issue 40): its
     table lines are lines of the committed figures/arithmetic tables, and every number its prose gives is in them."""
-    readme = (ROOT/'docs'/'results-laptop.md').read_text()
+    readme = (ROOT/'docs'/'lab-notebook.md').read_text()
     start = readme.index('\n## A graded confidence on a laptop (ours)\n')
     end = readme.find('\n## ', start + 1)
     section = readme[start:end if end >= 0 else None]  # to the next section, or the page's end
