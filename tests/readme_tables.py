@@ -280,7 +280,8 @@ def timings() -> str:
     got = _last_json('timings')
     what = dict(main="the main job (one training run, end to end; the environment built before)",
                 quick="the quick loop: the tests not marked slow, every library notebook's lessons among them",
-                suite="the whole suite as CI runs it (`bash .ci/run`), with the environment build before it")
+                suite="the whole suite as CI runs it (`bash .ci/run`), with the environment build before it",
+                site="the site (into `_site/`), every lesson notebook executed (a fresh clone has none cached)")
     commits = got.get('commits', {})  # each command's commit (timings.py --keep keeps earlier ones)
     rows = [[f"`{COMMANDS[k]}`", what[k], minutes(got[k] + (got['environment'] if k == 'suite' else 0)),
              commits.get(k, got['commit'])] for k in COMMANDS if k in got]

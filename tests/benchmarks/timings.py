@@ -1,7 +1,8 @@
 """How long the README's commands take, typed as written in a fresh clone of this checkout's HEAD (with `../shared`
-beside it, as CI lays it out): the environment build, the main job, the quick loop and the whole suite (`bash .ci/run`).
+beside it, as CI lays it out): the environment build, the main job, the quick loop, the whole suite (`bash .ci/run`)
+and the site (`docs/build.py`, every lesson executed: a fresh clone has none cached).
 
-Run from the repository root on a quiet machine (about 35 minutes on 2 cores); its output is committed beside it and
+Run from the repository root on a quiet machine (about 40 minutes on 2 cores); its output is committed beside it and
 the docs' timings are built from it by cog (`tests/readme_tables.py`):
 
     .ci/env python tests/benchmarks/timings.py > tests/benchmarks/timings.txt
@@ -25,6 +26,7 @@ COMMANDS = {  # the README's commands, as typed there
     'main': 'mkdir -p runs/train && .ci/env papermill nbs/train.ipynb runs/train/train.ipynb',
     'quick': '.ci/env pytest tests -m "not slow"',
     'suite': 'bash .ci/run',
+    'site': '.ci/env python docs/build.py',
 }
 
 def minutes(s:float) -> str: return f'{int(s // 60)} min {round(s % 60):02d} s'
