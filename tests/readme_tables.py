@@ -283,7 +283,8 @@ def timings() -> str:
                 suite="the whole suite as CI runs it (`bash .ci/run`), with the environment build before it",
                 site="the site (into `_site/`), every lesson notebook executed (a fresh clone has none cached)")
     commits = got.get('commits', {})  # each command's commit (timings.py --keep keeps earlier ones)
-    rows = [[f"`{COMMANDS[k]}`", what[k], minutes(got[k] + (got['environment'] if k == 'suite' else 0)),
+    suite_env = got.get('suite_environment', got['environment'])  # the environment build of the suite's own run
+    rows = [[f"`{COMMANDS[k]}`", what[k], minutes(got[k] + (suite_env if k == 'suite' else 0)),
              commits.get(k, got['commit'])] for k in COMMANDS if k in got]
     rows.insert(0, ['`.ci/env true`', 'the environment build alone (a new `.venv`)', minutes(got['environment']), got['commit']])
     return (_table(['command', 'what it runs', f"time (a fresh clone, {got['cores']} cores)", 'commit'], rows)

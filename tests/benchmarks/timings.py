@@ -61,6 +61,8 @@ def main():
     for name in COMMANDS:  # kept from the earlier output, with the commit each was timed at
         if name not in a.only and name in earlier:
             got[name], got['commits'][name] = earlier[name], earlier.get('commits', {}).get(name, earlier['commit'])
+    if 'suite' not in a.only and 'suite' in earlier:  # `bash .ci/run` builds its environment: the one of its own run
+        got['suite_environment'] = earlier.get('suite_environment', earlier['environment'])
     print(f"commit {head}, {got['machine']}, {got['cores']} cores, a fresh clone: environment build {minutes(got['environment'])}")
     for name in COMMANDS:
         if name not in got: continue
