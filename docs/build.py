@@ -10,7 +10,7 @@ notebook and of the package; tests/test_notebooks.py runs every notebook through
 warm and the site executes only the notebooks missing there or stale. The papermill notebooks are shown with the
 outputs of a committed run, `docs/executed/` (see its README.md), since they train or read runs for minutes.
 """
-import argparse, atexit, hashlib, json, os, re, shutil, subprocess, sys, tempfile
+import argparse, atexit, functools, hashlib, json, os, re, shutil, subprocess, sys, tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -49,6 +49,13 @@ def is_fresh(nb:Path, key:str|None=None) -> bool:
     try: return json.loads(c.read_text())['metadata'].get('caopd_cache_key') == (key or cache_key(nb))
     except (ValueError, KeyError): return False
 
+@functools.cache  # read once: the site asks it of every code cell
+def skip_flags() -> frozenset:
+    "The cell flags nbdev_test skips unless asked (settings.ini's tst_flags): what `execute` skips and a page says."
+    import configparser
+    cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini')
+    return frozenset(cfg['DEFAULT'].get('tst_flags', '').split())
+
 def execute(nb:Path) -> bool:
     """Run `nb` as `nbdev_test --path nb` does (`nbdev.test.test_nb`: its title-cell frontmatter, the skipped flags of
     settings.ini, no `nbdev_export()`, in the notebook's folder); on success write the executed copy to the cache."""
@@ -70,7 +77,7 @@ def execute(nb:Path) -> bool:
     for k in ('CAOPD_FIGURES_DIR', 'HYPOTHESIS_STORAGE_DIRECTORY'):
         os.environ.setdefault(k, f'{scratch.name}/{k.lower()}')
     os.environ.setdefault('PLOTLY_RENDERER', 'plotly_mimetype')  # figures kept as their JSON; the site draws them
-    flags = set(cfg.tst_flags.split())
+    flags = skip_flags()
     proc = NBProcessor(nb, procs=FrontmatterProc, process=True).nb
     if str2bool(getattr(proc, 'frontmatter_', {}).get('skip_exec', False)) or nb_lang(proc) != 'python': return True
 
@@ -199,12 +206,6 @@ def stream_outputs(o:dict) -> list[dict]:
         else: text.append(lines[i]); i += 1
     flush()
     return outs
-
-def skip_flags() -> set:
-    "The cell flags nbdev_test skips unless asked (settings.ini's tst_flags: slow, cuda)."
-    import configparser
-    cfg = configparser.ConfigParser(delimiters=['=']); cfg.read(ROOT/'settings.ini')
-    return set(cfg['DEFAULT'].get('tst_flags', '').split())
 
 def page(executed:Path, src:Path, stage:Path) -> dict:
     """The notebook as a page: nbdev's directives handled (`#| hide` cells hidden, `#|` lines dropped), plotly figures

@@ -18,7 +18,7 @@ PAGE = ROOT/'docs'/'your-task.md'
 def page_code() -> str:
     "The page's one python block: the script a reader copies."
     blocks = re.findall(r'```python\n(.*?)```', PAGE.read_text(), re.S)
-    if len(blocks) != 1: raise SystemExit(f'{PAGE}: one python block expected, found {len(blocks)}')
+    if len(blocks) != 1: raise ValueError(f'{PAGE.name} should hold one python block, the script; it holds {len(blocks)}')
     return blocks[0]
 
 
