@@ -151,6 +151,40 @@ def _wrap_detail(name:str, # a display name, e.g. 'smollm2 · SDFT (cpu, K=4, 8 
     d = name_detail(name)
     return name if len(name) <= width or not d else f"{name[:name.rfind('(' + d + ')')].rstrip()}<br>({d})"
 
+# %% ../nbs/09c_figures.ipynb #c017-0
+def _label_points(fig:go.Figure, # a figure whose first axes hold the points
+                  pts:pd.DataFrame, # the points: accuracy, mean_confidence and name
+                  x0:float, y1:float, # the x axis' lower end, the y axis' upper end (the y axis starts at x0 too)
+                 ):
+    "Each spot's label with a leader line, placed in pixels so that labels keep off each other and off the points."
+    W, H, m = fig.layout.width, fig.layout.height, fig.layout.margin
+    (dx0, dx1), (dy0, dy1) = fig.layout.xaxis.domain, fig.layout.yaxis.domain
+    pw, ph = (W - m.l - m.r) * (dx1 - dx0), (H - m.t - m.b) * (dy1 - dy0)
+    sx, sy = pw / (1.0 - x0), ph / (y1 - x0)
+    spots = _coincident(pts)
+    px, py = (spots['accuracy'] - x0) * sx, (spots['mean_confidence'] - x0) * sy
+    rows = [t.split('<br>') for t in spots['label']]
+    offsets = place_labels(px, py, [6.6 * max(map(len, r)) + 6 for r in rows], [15 * len(r) for r in rows], (0, 0, pw, ph))
+    for (x, y, label), (ox, oy) in zip(spots[['accuracy', 'mean_confidence', 'label']].itertuples(index=False), offsets):
+        fig.add_annotation(x=x, y=y, ax=ox, ay=-oy, text=label, showarrow=True, arrowhead=0, arrowwidth=0.7,
+                           arrowcolor='#888', standoff=5, font=dict(size=11), align='left', row=1, col=1)
+
+
+def _coincident(pts:pd.DataFrame, # points with accuracy, mean_confidence and name
+                digits:int=3, # points equal to this many digits share one label
+               ) -> pd.DataFrame:
+    "One label per spot: the names of points at the same place, one per line, a shared model name said once."
+    key = [pts['accuracy'].round(digits), pts['mean_confidence'].round(digits)]
+    out = []
+    for (_, _), g in pts.groupby(key, sort=False):
+        names = list(g['name'])
+        heads = {n.split(' · ')[0] for n in names}
+        if len(names) > 1 and len(heads) == 1 and all(' · ' in n for n in names):
+            label = f"{heads.pop()}:<br>" + '<br>'.join(n.split(' · ', 1)[1] for n in names)
+        else: label = '<br>'.join(names)
+        out.append(dict(accuracy=g['accuracy'].iloc[0], mean_confidence=g['mean_confidence'].iloc[0], label=label))
+    return pd.DataFrame(out, columns=['accuracy', 'mean_confidence', 'label'])
+
 # %% ../nbs/09c_figures.ipynb #c017-1
 def hero_plot(df:pd.DataFrame, # long table with metrics accuracy, mean_confidence and brier per model
               title:str|None='The Scaling Law of Miscalibration', # figure title
@@ -163,12 +197,21 @@ def hero_plot(df:pd.DataFrame, # long table with metrics accuracy, mean_confiden
     pts = w.dropna(subset=['accuracy', 'mean_confidence']).sort_values(['accuracy', 'mean_confidence'])
     bars = w.dropna(subset=['brier']).assign(reliability=lambda d: 1 - d['brier']).sort_values('reliability')
     bars['label'] = [_wrap_detail(n) for n in bars['name']]
-    W, m = 1250, dict(l=80, r=40, t=90, b=110)
-    # the bars' names stand between the panels: leave them the room they need (about 6.8 px a character)
+    # the two panels one above the other, as wide as the site's column: every text is drawn at the size it is read
+    W, m, P1 = SITE_WIDTH, dict(l=70, r=30, t=80), 520   # P1: the scatter panel's height in px
+    per_bar = 40 if any('<br>' in n for n in bars['label']) else 26   # a wrapped name needs two lines
+    P2, between = per_bar * max(len(bars), 4), 100       # the bars' panel; the scatter's axis title and the bars' title
+    n_groups = len(list(_groups(w, ('source', 'setting', 'method')))) + 2
+    m['b'] = 70 + 26 * -(-n_groups // 3)                 # the legend under the bars, about three entries a row
+    H = m['t'] + P1 + between + P2 + m['b']
+    plot_h = H - m['t'] - m['b']
+    # the bars' names stand left of their panel: leave them the room they need (about 6.8 px a character)
     chars = max((len(part) for n in bars['label'] for part in n.split('<br>')), default=0)
-    gap = min(0.4, max(0.12, (6.8 * chars + 40) / (W - m['l'] - m['r'])))
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.66, 0.34], horizontal_spacing=gap,
+    left = min(0.55, (6.8 * chars + 20) / (W - m['l'] - m['r']))
+    fig = make_subplots(rows=2, cols=1, row_heights=[P1, P2], vertical_spacing=between / plot_h,
                         subplot_titles=('Mean confidence vs. accuracy', 'Reliability (1 - Brier score)'))
+    fig.update_xaxes(domain=[left, 1.0], row=2, col=1)
+    fig.layout.annotations[1].update(x=(left + 1) / 2)  # the bars' title over the bars
     fig.add_trace(go.Scatter(x=[0, 0, 1, 0], y=[0, 1, 1, 0], fill='toself', mode='lines', line=dict(width=0),
                              fillcolor='rgba(228,26,28,0.12)', name='Overconfidence Zone (OCG > 0)',
                              hoverinfo='skip'), row=1, col=1)
@@ -189,44 +232,17 @@ def hero_plot(df:pd.DataFrame, # long table with metrics accuracy, mean_confiden
             x=gb['reliability'], y=gb['label'], orientation='h', name=_group_name(key), legendgroup=str(key),
             showlegend=False, marker=dict(color=color, pattern_shape='.' if key.get('source') == 'this machine' else ''),
             text=[f'{v:.3f}' for v in gb['reliability']], textposition='outside',
-            hovertemplate='%{y}<br>1 - Brier %{x:.3f}<extra></extra>'), row=1, col=2)
+            hovertemplate='%{y}<br>1 - Brier %{x:.3f}<extra></extra>'), row=2, col=1)
     fig.add_annotation(x=lo + 0.02, y=lo + 0.6 * (1 - lo), text='<b>Overconfidence Zone</b>', showarrow=False,
                        xanchor='left', font=dict(color='#c0392b', size=13), row=1, col=1)
     fig.update_xaxes(title_text='Accuracy', range=[lo, 1.0], row=1, col=1)
     fig.update_yaxes(title_text='Mean confidence', range=[lo, 1.04], row=1, col=1)
-    fig.update_xaxes(title_text='1 - Brier score', range=[0, 1.12], row=1, col=2)
-    fig.update_yaxes(categoryorder='array', categoryarray=list(bars['label']), row=1, col=2)
-    H = 40 + max(520, (42 if any('<br>' in n for n in bars['label']) else 26) * len(bars))   # a wrapped name needs two lines
+    fig.update_xaxes(title_text='1 - Brier score', range=[0, 1.12], row=2, col=1)
+    fig.update_yaxes(categoryorder='array', categoryarray=list(bars['label']), row=2, col=1)
     fig.update_layout(title=title, template='plotly_white', width=W, height=H, margin=m, barmode='overlay',
-                      legend=dict(orientation='h', yanchor='top', y=-0.13, x=0))
-    # point labels with leader lines, placed in pixels so that they do not overlap each other or the points
-    (dx0, dx1), (dy0, dy1) = fig.layout.xaxis.domain, fig.layout.yaxis.domain
-    pw, ph = (W - m['l'] - m['r']) * (dx1 - dx0), (H - m['t'] - m['b']) * (dy1 - dy0)
-    sx, sy = pw / (1.0 - lo), ph / (1.04 - lo)
-    spots = _coincident(pts)
-    px, py = (spots['accuracy'] - lo) * sx, (spots['mean_confidence'] - lo) * sy
-    rows = [t.split('<br>') for t in spots['label']]
-    offsets = place_labels(px, py, [6.0 * max(map(len, r)) + 6 for r in rows], [14 * len(r) for r in rows], (0, 0, pw, ph))
-    for (x, y, label), (ox, oy) in zip(spots[['accuracy', 'mean_confidence', 'label']].itertuples(index=False), offsets):
-        fig.add_annotation(x=x, y=y, ax=ox, ay=-oy, text=label, showarrow=True, arrowhead=0, arrowwidth=0.7,
-                           arrowcolor='#888', standoff=5, font=dict(size=10), align='left', row=1, col=1)
+                      legend=dict(orientation='h', yanchor='top', y=-50 / plot_h, x=0))
+    _label_points(fig, pts, lo, 1.04)
     return _add_note(fig, note)
-
-
-def _coincident(pts:pd.DataFrame, # points with accuracy, mean_confidence and name
-                digits:int=3, # points equal to this many digits share one label
-               ) -> pd.DataFrame:
-    "One label per spot: the names of points at the same place, one per line, a shared model name said once."
-    key = [pts['accuracy'].round(digits), pts['mean_confidence'].round(digits)]
-    out = []
-    for (_, _), g in pts.groupby(key, sort=False):
-        names = list(g['name'])
-        heads = {n.split(' · ')[0] for n in names}
-        if len(names) > 1 and len(heads) == 1 and all(' · ' in n for n in names):
-            label = f"{heads.pop()}:<br>" + '<br>'.join(n.split(' · ', 1)[1] for n in names)
-        else: label = '<br>'.join(names)
-        out.append(dict(accuracy=g['accuracy'].iloc[0], mean_confidence=g['mean_confidence'].iloc[0], label=label))
-    return pd.DataFrame(out, columns=['accuracy', 'mean_confidence', 'label'])
 
 # %% ../nbs/09c_figures.ipynb #c025
 def _run_colors(labels:Sequence) -> dict:
@@ -397,8 +413,11 @@ def method_bars(df:pd.DataFrame, # long table: model, domain, method, metric, va
     w = wide_table(df, list(metrics))
     rows = list(dict.fromkeys(w[row])) if row in w.columns else ['']
     long_x = 'source' in w.columns and (w['source'] == 'this machine').any()
-    fig = make_subplots(rows=len(rows), cols=len(metrics), vertical_spacing=(0.24 if long_x else 0.14) if len(rows) > 1 else 0.1,
-                        horizontal_spacing=0.05, subplot_titles=[
+    # two metrics a row, as wide as the site's column: every text is drawn at the size it is read
+    cols, per = min(2, len(metrics)), -(-len(metrics) // 2)   # panel rows per value of `row`
+    at = lambda i, j: dict(row=(i - 1) * per + (j - 1) // cols + 1, col=(j - 1) % cols + 1)
+    fig = make_subplots(rows=len(rows) * per, cols=cols, vertical_spacing=(0.3 if long_x else 0.18) / len(rows) / per,
+                        horizontal_spacing=0.1, subplot_titles=[
                             f"{DOMAIN_NAMES.get(r, r)}: {METRIC_TITLES.get(m, m)}" if r != '' else METRIC_TITLES.get(m, m)
                             for r in rows for m in metrics])
     for key, idx in _groups(w, ('source', 'method')):
@@ -412,15 +431,16 @@ def method_bars(df:pd.DataFrame, # long table: model, domain, method, metric, va
                 fig.add_trace(go.Bar(x=x, y=sub[m], name=_group_name(key), legendgroup=str(key),
                                      showlegend=i == 1 and j == 1, offsetgroup=key.get('method', ''),
                                      text=[f'{v:.2f}' for v in sub[m]] if ours_ else None, textposition='outside',
-                                     textfont=dict(size=9), cliponaxis=False,
+                                     textfont=dict(size=11), cliponaxis=False,
                                      marker=dict(color=method_color(key.get('method', '')),
                                                  pattern_shape='.' if key.get('source') == 'this machine' else ''),
                                      hovertemplate=f'{_group_name(key)}<br>%{{x}}<br>{m} %{{y:.3f}}<extra></extra>'),
-                              row=i, col=j)
-    fig.update_layout(title=title, template='plotly_white', barmode='group', width=1250,
-                      height=(380 if long_x else 300) * len(rows) + 160,
-                      legend=dict(orientation='h', yanchor='top', y=-0.12 if len(rows) > 1 else -0.3, x=0))
-    fig.update_xaxes(tickfont=dict(size=10))
+                              **at(i, j))
+    n = len(rows) * per
+    fig.update_layout(title=title, template='plotly_white', barmode='group', width=SITE_WIDTH,
+                      height=(360 if long_x else 280) * n + 180, margin=dict(b=130),
+                      legend=dict(orientation='h', yanchor='top', y=-(0.5 if long_x else 0.3) / n, x=0))
+    fig.update_xaxes(tickfont=dict(size=11))
     fig.update_annotations(font_size=13)
     return _add_note(fig, note)
 

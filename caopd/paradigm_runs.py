@@ -16,7 +16,9 @@ from .evaluation import (AGREEMENT_FILE, EvalArguments, _agreement_samples, _rea
 from .io import atomic_write, markdown_table, read_json, read_jsonl, write_json, write_jsonl
 from .metrics import auroc, expected_calibration_error, skill_report
 from .paradigms import PARADIGMS, add_agreement, metric_text, paradigm_report, paradigm_scores
+from .figures import SITE_WIDTH
 from .seeds import seed_records, seed_runs
+from .tables import START_NAME
 
 # %% auto #0
 __all__ = ['SEED_VALUES', 'SEED_SCORE_METRICS', 'ANSWER_TARGETS', 'score_paradigms', 'same_answers', 'score_main',
@@ -251,7 +253,8 @@ def paradigm_markdown_table(table:pd.DataFrame, # `paradigm_table(...)[0]`
     rows = []
     for _, r in table.iterrows():
         cost = f"{r.extra_samples:g} / " + ('n/a' if r.extra_tokens is None or pd.isna(r.extra_tokens) else f'{r.extra_tokens:.0f}')
-        rows.append([r.method, PARADIGMS[r.paradigm].label, r.access, f'{r.scored}/{r.n}', metric_text(r, 'auroc'),
+        rows.append([START_NAME if r.method == 'start' else r.method, PARADIGMS[r.paradigm].label, r.access,
+                     f'{r.scored}/{r.n}', metric_text(r, 'auroc'),
                      seed_text(r, 'auroc'), metric_text(r, 'level_auroc'), metric_text(r, 'ece'), seed_text(r, 'ece'),
                      seed_text(r, 'brier_skill'), metric_text(r, 'ece_fit'), cost])
     return markdown_table(rows, header=['method', 'score', 'needs', 'scored', 'AUROC pooled', 'AUROC per seed',
@@ -274,17 +277,19 @@ def paradigm_figure(table:pd.DataFrame, # `paradigm_table(...)[0]`
     import plotly.graph_objects as go
     present = [k for k in PARADIGMS if k in set(table.paradigm)]  # in PARADIGMS' order: by access, then family
     import textwrap
-    names = {k: '<br>'.join(textwrap.wrap(PARADIGMS[k].label, 20)) + f"<br><i>{PARADIGMS[k].access}</i>" for k in present}
+    wrap = lambda text: '<br>'.join(textwrap.wrap(text, 18))  # a column's width at the site's, in characters of 11 px
+    names = {k: wrap(PARADIGMS[k].label) + '<br><i>' + wrap(PARADIGMS[k].access) + '</i>' for k in present}
     fig = go.Figure()
     for method, t in table.groupby('method', sort=False):
         t = t.set_index('paradigm').reindex(present).dropna(subset=['auroc'])
-        fig.add_trace(go.Scatter(x=[names[k] for k in t.index], y=t.auroc, mode='markers', name=method,
+        fig.add_trace(go.Scatter(x=[names[k] for k in t.index], y=t.auroc, mode='markers',
+                                 name=START_NAME if method == 'start' else method,
                                  error_y=dict(type='data', symmetric=False, array=t.auroc_hi - t.auroc, arrayminus=t.auroc - t.auroc_lo)))
     fig.add_hline(y=0.5, line_dash='dot', annotation_text='chance')
     fig.update_layout(title=dict(text=title, font=dict(size=15)), yaxis_title='AUROC (95% interval, seeds and questions)',
                       xaxis=dict(title='score, by what it needs of the model', tickangle=0, tickfont=dict(size=11)),
-                      template='plotly_white', scattermode='group', width=1150, height=560,
-                      margin=dict(l=80, r=30, t=70, b=150))
+                      template='plotly_white', scattermode='group', width=SITE_WIDTH, height=600,
+                      margin=dict(l=80, r=30, t=70, b=170), legend=dict(orientation='h', yanchor='bottom', y=1.0, x=0))
     return fig
 
 def main(argv:list[str]|None=None, # the arguments (default: the command line's)

@@ -40,7 +40,9 @@ def save_figures(figs:dict, # {output path without suffix: plotly Figure}; each 
     if not png or not images: return written
     import plotly.io as pio
     try:
-        pio.write_images([f for f, _, _ in images], [p for _, p, _ in images])  # kaleido starts its browser once for all
+        figs_ = [f for f, _, _ in images]  # kaleido starts its browser once for all; each at its own size (write_images,
+        pio.write_images(figs_, [p for _, p, _ in images],  # unlike write_image, takes plotly's default, 700 x 500, else)
+                         width=[f.layout.width for f in figs_], height=[f.layout.height for f in figs_])
         written += [p for _, p, _ in images]
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ''

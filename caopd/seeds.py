@@ -21,7 +21,8 @@ from .config import MU_HAT_FIELDS
 from .io import read_jsonl
 from .evaluation import EXPECTED, records_report
 from .metrics import interval_text, skill_report
-from .tables import METHOD_NAMES, method_color
+from .figures import SITE_WIDTH
+from .tables import METHOD_NAMES, START_NAME, method_color
 from .runfolder import RunFolder, find_runs, is_run
 
 # %% ../nbs/12b_seeds.ipynb #s005
@@ -218,7 +219,7 @@ def levels_table(groups:Mapping[str, Sequence], # `seed_runs(...)`
 
 def levels_figure(levels:pd.DataFrame, # `levels_table(...)`
                   title:str='Stated confidence against accuracy per difficulty level',
-                  per_row:int=4, # panels in a row; more methods wrap to further rows
+                  per_row:int=SITE_WIDTH // 320, # panels in a row (3: as wide as the site's column); more wrap to further rows
                  ) -> go.Figure:
     "One panel per method: each level's (accuracy, mean confidence) pooled over seeds, before (open) and after (filled), 95% intervals."
     if 'seed' in levels.columns: levels = levels[levels['seed'].astype(str) == 'all']
@@ -237,16 +238,17 @@ def levels_figure(levels:pd.DataFrame, # `levels_table(...)`
             color = '#888888' if stage == 'before' else method_color(key_of.get(m.split(',')[0], m))  # 'X, w=10': X's
             fig.add_trace(go.Scatter(
                 x=d['accuracy'], y=d['mean_confidence'], mode='markers+text', text=[f'L{l}' for l in d['level']],
-                textposition='top right', marker=dict(symbol=symbol, size=10, color=color), name=f'{m}: {stage}',
+                textposition='top right', cliponaxis=False,  # a label of a point at 1 is drawn past the axis, not cut
+                marker=dict(symbol=symbol, size=10, color=color), name=f'{m}: {stage}',
                 showlegend=False, legendgroup=stage,
                 error_x=dict(type='data', symmetric=False, array=d['accuracy_hi'] - d['accuracy'],
                              arrayminus=d['accuracy'] - d['accuracy_lo'], thickness=1),
                 error_y=dict(type='data', symmetric=False, array=d['mean_confidence_hi'] - d['mean_confidence'],
                              arrayminus=d['mean_confidence'] - d['mean_confidence_lo'], thickness=1)), **at)
-        fig.update_xaxes(title_text='accuracy', range=[-0.05, 1.05], **at)
+        fig.update_xaxes(title_text='accuracy', range=[-0.05, 1.15], tickvals=[0, 0.5, 1], **at)  # room for the labels of points at 1
     fig.update_yaxes(range=[-0.05, 1.15], tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1])  # room for the labels of points at 1
-    for stage, name, symbol, color in (('before', 'before (the start)', 'circle-open', '#888888'),
-                                       ('after', "after (the panel's method)", 'circle', '#333333')):
+    for stage, name, symbol, color in (('before', START_NAME, 'circle-open', '#888888'),
+                                       ('after', "after training (the panel's method)", 'circle', '#333333')):
         fig.add_trace(go.Scatter(x=[None], y=[None], mode='markers', marker=dict(symbol=symbol, size=10, color=color),
                                  name=name, legendgroup=stage))  # neutral colours, as each panel has its own; a click hides the stage everywhere
     for r in range(1, rows + 1): fig.update_yaxes(title_text='mean stated confidence', row=r, col=1)

@@ -3,19 +3,22 @@
 - from the HTML: every internal link and image exists; no Markdown table is shown as its raw `| a | b |` text; no link
   leaves the site for the repository host (settings.ini's git_url) to show a file the site has a page for; every page
   names its icon (else the browser asks for /favicon.ico);
+- from the figures the pages show as images: no text of a figure drawn smaller than `MIN_TEXT_PX` at the width the
+  site shows it (`SITE_WIDTH`), read from the plotly JSON saved beside each PNG;
 - from the text: no table left as text, progress bar, warning, trainer's log dict, model printout or path of the
   building machine in a cell's output; no LaTeX left untypeset or label of the paper's source in prose; no page showing
   outputs of an older version of its notebook;
 - in one headless Chromium tab, 1280 px wide: every page loads without a JavaScript error, a request the site cannot
   serve or one outside it, its plotly figures drawn and formulas typeset, one search box, and nothing cut off on the
   right: no element whose content is scrolled, clipped or spilling past the column (code, an equation, a figure; a
-  table may scroll in its own box), no page wider than the window and no text of a figure over another; the home page
+  table may scroll in its own box), no page wider than the window, no text of a figure over another and no wrapped line
+  of code back at the left edge (it hangs under its indentation); the home page
   shows what the runs show and the command that runs it on its first screen (1280x900, not scrolled). Home, the
   theory lesson and a results page are photographed (figures/site/ keeps them).
 
     .ci/env python docs/check.py SITE SCREENSHOTS
 """
-import configparser, functools, html.parser, re, shutil, threading
+import configparser, functools, html.parser, json, re, shutil, struct, threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -89,8 +92,9 @@ def raw_table_problems(site:Path) -> list[str]:
             for p in site_pages(site) for m in RAW_TABLE.findall(p.read_text(errors='replace'))]
 
 class _Text(html.parser.HTMLParser):
-    """A page's text in pieces, each marked as a cell's output (`cell_output`), code (pre, code: the page shows it as
-    written) or prose; text MathJax typesets (`math` spans and divs), scripts and styles are left out."""
+    """A page's text in pieces, each marked as a cell's output (`cell_output`), code (pre: the page shows it as
+    written), inline code (code in a sentence) or prose; text MathJax typesets (`math` spans and divs), scripts and
+    styles are left out."""
     SKIP = ('script', 'style')
     def __init__(self):
         super().__init__(convert_charrefs=True); self.stack, self.pieces = [], []
@@ -104,7 +108,8 @@ class _Text(html.parser.HTMLParser):
     def handle_data(self, data):
         tags = [t for t, _, _ in self.stack]
         if any(t in self.SKIP for t in tags) or any(m for _, _, m in self.stack) or not data.strip(): return
-        kind = 'output' if any(o for _, o, _ in self.stack) else 'code' if {'pre', 'code'} & set(tags) else 'prose'
+        kind = ('output' if any(o for _, o, _ in self.stack) else 'code' if 'pre' in tags else 'inline code' if 'code' in tags
+                else 'prose')
         self.pieces.append((kind, data))
 
 # what a reader should never see in a cell's output: progress bars, warnings, a trainer's log dicts, a model's
@@ -135,8 +140,55 @@ def text_problems(site:Path) -> list[str]:
         for what, pattern in OUTPUT_NOISE.items():
             if m := pattern.search(outputs): say(f'{what} in an output', m)
         if m := LITERAL_LATEX.search(prose): say('LaTeX shown as text', m)
-        if m := PAPER_LABEL.search(prose): say("a label of the paper's source shown as text", m)
+        inline = '\n'.join(d for k, d in t.pieces if k == 'inline code')  # `tab:x` in a sentence is still a label
+        if m := PAPER_LABEL.search(prose + '\n' + inline): say("a label of the paper's source shown as text", m)
         if STALE in html_text: problems.append(f'{name}: its outputs come from an older version of its notebook')
+    return problems
+
+
+SITE_WIDTH = 960  # px: the article's column in a WIDTH px window; an image wider is shown scaled down to it (caopd.figures')
+MIN_TEXT_PX = 10  # the smallest text a figure may show, in px of the screen
+IMAGE = re.compile(r'!\[[^\]]*\]\(([^)\s]+\.png)\)')
+
+def _text_sizes(fig:dict) -> dict:
+    "Each kind of text a plotly figure (its JSON) draws, and the smallest font size it is drawn at, in the figure's px."
+    lay, sizes = fig.get('layout', {}), {}
+    base = (lay.get('font') or {}).get('size') or 12  # plotly's default, which its templates keep
+    def put(what, font, default=base): sizes[what] = min(sizes.get(what, 1e9), (font or {}).get('size') or default)
+    put('the legend', (lay.get('legend') or {}).get('font'))
+    if (lay.get('title') or {}).get('text'): put('the title', lay['title'].get('font'), 1.4 * base)
+    if ((lay.get('title') or {}).get('subtitle') or {}).get('text'): put('the subtitle', lay['title']['subtitle'].get('font'))
+    for a in lay.get('annotations', []):
+        if a.get('text'): put(f"an annotation ({str(a['text'])[:30]!r})", a.get('font'))
+    for k, ax in lay.items():
+        if k.startswith(('xaxis', 'yaxis')) and isinstance(ax, dict) and ax.get('visible', True) is not False:
+            put(f'the {k} tick labels', ax.get('tickfont'))
+    for t in fig.get('data', []):
+        if t.get('text') is not None and ('text' in (t.get('mode') or '') or t.get('type') == 'bar'):
+            put(f"the text on {t.get('name') or t.get('type')!r}", t.get('textfont'))
+    return sizes
+
+
+def figure_text_problems(root:Path=ROOT) -> list[str]:
+    """Figures the README and docs/ show as PNG whose smallest text, at the width the site shows them (`SITE_WIDTH`, or
+    their own if narrower), is under `MIN_TEXT_PX`: read from the plotly JSON `caopd.saving.save_figure` writes beside;
+    and PNGs drawn at another size than their figure's layout."""
+    problems = []
+    for md in [root/'README.md', *sorted((root/'docs').rglob('*.md'))]:
+        for ref in IMAGE.findall(md.read_text(errors='replace')):
+            spec = (md.parent/unquote(ref)).with_suffix('.json')
+            if not spec.is_file(): continue  # a screenshot, not a figure
+            fig = json.loads(spec.read_text())
+            size = ((fig.get('layout') or {}).get('width') or 700, (fig.get('layout') or {}).get('height') or 500)
+            png = (md.parent/unquote(ref)).read_bytes()[16:24]  # a PNG's width and height, after its signature
+            if len(png) == 8 and struct.unpack('>II', png) != size:  # (plotly's defaults where the layout has none)
+                problems.append(f'{md.relative_to(root)}: {ref} is {"x".join(map(str, struct.unpack(">II", png)))} px, '
+                                f'its figure {size[0]}x{size[1]}: drawn at another size than its layout says')
+            scale = min(1.0, SITE_WIDTH / size[0])
+            what, px = min(_text_sizes(fig).items(), key=lambda kv: kv[1])
+            if px * scale < MIN_TEXT_PX:
+                problems.append(f'{md.relative_to(root)}: {ref}: its smallest text ({what}) is {px * scale:.1f} px where '
+                                f'it is shown ({px:g} px in a figure scaled to {scale:.2f}); at least {MIN_TEXT_PX} px reads')
     return problems
 
 
@@ -233,7 +285,57 @@ OVERLAPS = """() => {
   });
   return found;
 }"""
+# lines of highlighted code (a cell, an output) that wrap back to the column's left edge instead of hanging under their
+# own indentation (site.js): each source line as a range of text, its later line boxes against its first
+WRAPPED_CODE = """() => {
+  const found = [];
+  document.querySelectorAll('.bd-article div.highlight > pre').forEach(pre => {
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT), nodes = [];
+    for (let n; (n = walker.nextNode());) nodes.push(n);
+    let start = null, line = '';
+    const close = (node, offset) => {
+      if (!start || !line.trim()) return;
+      const r = document.createRange(); r.setStart(start[0], start[1]); r.setEnd(node, offset);
+      const rects = [...r.getClientRects()].filter(q => q.width > 0);
+      if (!rects.length) return;
+      const later = rects.filter(q => q.top > rects[0].top + 2);
+      if (later.length && Math.min(...later.map(q => q.left)) <= rects[0].left + 2) found.push(line.trim().slice(0, 50));
+    };
+    for (const n of nodes) for (let i = 0; i < n.data.length; i++) {
+      if (!start) { start = [n, i]; line = ''; }
+      if (n.data[i] === '\\n') { close(n, i); start = null; } else line += n.data[i];
+    }
+    if (start) close(nodes[nodes.length - 1], nodes[nodes.length - 1].data.length);
+  });
+  return found;
+}"""
 UNDRAWN = "[...document.querySelectorAll('div.plotly-graph-div')].filter(d => !d.querySelector('svg.main-svg'))"
+
+
+# what a reader searches for, and the page that answers: it must be among the first results, and no result's snippet
+# may be the page's chrome (the words of the header's buttons)
+SEARCHES = {'readout': 'docs/readout.html'}
+SEARCH_TOP, CHROME_WORDS = 3, 'System Settings Light Dark'
+SEARCH_RESULTS = """() => [...document.querySelectorAll('#search-results li')].map(li => [
+  li.querySelector('a') ? new URL(li.querySelector('a').href).pathname.replace(/^\\//, '') : '',
+  (li.querySelector('.context') || {}).textContent || ''])"""
+
+def search_problems(pg, base:str) -> list[str]:
+    "Each of `SEARCHES` on the site's search page (open in `pg`, a Playwright page): its answer in the top, no chrome."
+    problems = []
+    for query, want in SEARCHES.items():
+        pg.goto(f'{base}search.html?q={query}', wait_until='load')
+        try: pg.wait_for_function("document.querySelector('.search-summary') && Search._pulse_status < 0", timeout=20_000)
+        except Exception: problems.append(f'search.html: no results for {query!r} in 20 s'); continue
+        pg.wait_for_timeout(500)  # the snippets are fetched page by page after the list
+        found = pg.evaluate(SEARCH_RESULTS)
+        pages = [p for p, _ in found]
+        if want not in pages[:SEARCH_TOP]:
+            problems.append(f'search.html: {query!r} finds {want} at {pages.index(want) + 1 if want in pages else "no"} '
+                            f'place of {len(pages)} (its first {SEARCH_TOP}: {", ".join(pages[:SEARCH_TOP])})')
+        chrome = [p for p, text in found if CHROME_WORDS in text]
+        if chrome: problems.append(f'search.html: {query!r}: the snippets of {", ".join(chrome[:3])} are page chrome')
+    return problems
 
 
 def first_screen_problems(pg) -> list[str]:
@@ -295,6 +397,7 @@ def browser_problems(site:Path, screenshots:Path) -> list[str]:
                     pg.evaluate('MathJax.startup.promise')
                     if pg.locator('mjx-merror').count(): problems.append(f'{path}: a formula MathJax could not typeset')
                 problems += [f'{path}: text overlaps in a figure: {o}' for o in pg.evaluate(OVERLAPS)[:5]]
+                problems += [f'{path}: code wraps back to the left edge: "{w}"' for w in pg.evaluate(WRAPPED_CODE)[:5]]
                 wide = pg.evaluate(OVERFLOW, SLACK)
                 problems += [f'{path}: cut off on the right: {c}' for c in wide['cut'][:5]]
                 if len(wide['cut']) > 5: problems.append(f'{path}: and {len(wide["cut"]) - 5} more cut off')
@@ -310,6 +413,7 @@ def browser_problems(site:Path, screenshots:Path) -> list[str]:
                         first.evaluate('e => { e.scrollIntoView(); window.scrollBy(0, -70) }')
                     pg.wait_for_timeout(300)
                     pg.screenshot(path=str(screenshots/f'{shots[path]}.png'))
+            now['page'] = 'search.html'; problems += search_problems(pg, base)
             browser.close()
     finally: server.shutdown()
     return problems
@@ -319,7 +423,7 @@ def check_site(site:Path, screenshots:Path) -> list[str]:
     "Every problem of the built site `site` (its HTML, then the browser), screenshots written to `screenshots`."
     if not chromium():
         raise SystemExit(f'docs/check.py: no `{CHROMIUM}` on PATH for the browser check (apt-get install chromium)')
-    return html_problems(site) + browser_problems(site, screenshots)
+    return html_problems(site) + figure_text_problems() + browser_problems(site, screenshots)
 
 
 if __name__ == '__main__':  # python docs/check.py SITE SCREENSHOTS: what docs/build.py --screenshots runs after a build

@@ -26,11 +26,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from caopd.tables import START_NAME as START  # the row of a run's start, in every table and figure
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT/'tests'/'benchmarks'
 ARITHMETIC = ROOT/'figures'/'arithmetic'
 RUNS = ROOT/'figures'/'runs'/'cpu'
-START = 'warmed start (before)'  # the row of a run's start in every table
 
 
 
@@ -228,7 +229,7 @@ def chemistry_transfer() -> str:
     ood = 'ood-tooluse-to-chemistry-'
     if _records(RUNS/f'{ood}sdft', 'before') != _records(RUNS/f'{ood}caopd-sdft', 'before'):
         raise ValueError('the two OOD runs do not start from the same evaluation')
-    body = _chemistry_rows([('OOD start (before)', f'{ood}sdft', 'before'), ('OOD SDFT', f'{ood}sdft', 'after'),
+    body = _chemistry_rows([(f'OOD {START}', f'{ood}sdft', 'before'), ('OOD SDFT', f'{ood}sdft', 'after'),
                             ('OOD CaOPD (SDFT)', f'{ood}caopd-sdft', 'after'),
                             ('CT SDFT', 'ct-tooluse-chemistry-sdft', 'after'),
                             ('CT CaOPD (SDFT)', 'ct-tooluse-chemistry-caopd-sdft', 'after')])
@@ -381,8 +382,10 @@ def graded_start() -> str:
 def readout(folder:str='gpu-readout') -> str:
     "Both readouts, pooled over seeds (`figures/<folder>/readout.csv`, which tests/test_seeds.py remakes from its runs)."
     t = pd.read_csv(ROOT/'figures'/folder/'readout.csv')
-    keep = ['method', 'n', *(f'{m} {r}' for m in ('auroc', 'ece', 'brier') for r in ('stated', 'expected'))]
-    return _table(keep, t[keep].astype(str).values.tolist())
+    names = {'auroc': 'AUROC', 'ece': 'ECE', 'brier': 'Brier'}
+    keep = [f'{m} {r}' for m in names for r in ('stated', 'expected')]
+    return _table(['method', 'n', *(f'{names[k.split()[0]]} {k.split()[1]}' for k in keep)],
+                  [[_label(m), n, *row] for m, n, *row in t[['method', 'n', *keep]].astype(str).values.tolist()])
 
 
 def readout_checks(folder:str='gpu-readout') -> str:
@@ -439,7 +442,7 @@ def per_seed(folder:str) -> str:
     for readout in ('stated', 'expected'):
         for m in HEADLINE[folder]:
             r = _row(t, method=m, readout=readout)
-            label = 'start (before training)' if m == 'start' else m
+            label = _label(m)
             rows.append([label, readout + (' (ours)' if readout == 'expected' else ''), str(r['seeds']),
                          *(ci(r, f'{k} {how}') for k in ('auroc', 'ece', 'brier_skill') for how in ('per seed', 'pooled'))])
     return _table(['method', 'confidence', 'seeds', 'AUROC per seed', 'AUROC pooled', 'ECE per seed', 'ECE pooled',
@@ -512,7 +515,7 @@ def headline(folder:str) -> str:
         st, ex = _row(each, method=m, readout='stated'), _row(each, method=m, readout='expected')
         k = (seeds[seeds.method == m].seed != 'all').sum()
         if r['n'] != s['n']: raise ValueError(f'{folder}: {m} pools {r["n"]} answers in readout.csv, {s["n"]} in seeds.csv')
-        label = 'start (before training)' if m == 'start' else m  # on the GPU: 'start of CaOPD (SDFT)', its own seeds
+        label = _label(m)  # on the GPU: 'start of CaOPD (SDFT)', its own seeds
         rows.append([label, f"{k} x {s['n'] // k}", ci(s, 'accuracy'), r['auroc stated'], r['auroc expected'],
                      f"{r['ece stated']}; seeds {span(st, 'ece')}", f"{r['ece expected']}; seeds {span(ex, 'ece')}",
                      f"{ci(ex, 'brier_skill pooled')}; seeds {span(ex, 'brier_skill')}"])
@@ -606,7 +609,7 @@ def paradigms(folder:str, # a folder of `figures/paradigms` (`python -m caopd.pa
     rows = []
     for r in saved['rows']:
         tokens = 'n/a' if r['extra_tokens'] is None else f"{r['extra_tokens']:.0f}"
-        rows.append(['start (before training)' if r['method'] == 'start' else r['method'], PARADIGMS[r['paradigm']].label,
+        rows.append([_label(r['method']), PARADIGMS[r['paradigm']].label,
                      r.get('access') or PARADIGMS[r['paradigm']].access, ci(r, 'auroc'), _seeds_text(r, 'auroc'),
                      ci(r, 'level_auroc'), ci(r, 'ece'), _seeds_text(r, 'ece'), _seeds_text(r, 'brier_skill'),
                      ci(r, 'ece_fit'), f"{r['extra_samples']:g} / {tokens}"])

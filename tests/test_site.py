@@ -147,6 +147,7 @@ def test_the_text_checks_fail_on_their_defects(tmp_path):
         'nbs/path.html': out('wrote /tmp/tmpab12cd/run/metrics.json'),
         'nbs/latex.html': '<table><tr><td>$n_b=\\max(1,</td><td>\\frac{1}{2}$</td></tr></table>',
         'nbs/label.html': '<p>the loss of eq:caopd_loss</p>',
+        'nbs/code-label.html': '<p>the templates of <code>app:prompts</code></p>',
         'nbs/stale.html': f'<div class="admonition note"><p>{check.STALE}, whose code is shown here.</p></div>'})
     problems = check.text_problems(bad)
     def on(page): return [p.split(': ', 2)[1] for p in problems if p.startswith(page + ':')]
@@ -158,14 +159,38 @@ def test_the_text_checks_fail_on_their_defects(tmp_path):
     assert on('nbs/path.html') == ['a path of the machine that built it in an output'], problems
     assert on('nbs/latex.html') == ['LaTeX shown as text'], problems
     assert on('nbs/label.html') == ["a label of the paper's source shown as text"], problems
+    assert on('nbs/code-label.html') == ["a label of the paper's source shown as text"], problems
     assert 'nbs/stale.html: its outputs come from an older version of its notebook' in problems, problems
-    assert len(problems) == 9, problems
+    assert len(problems) == 10, problems
     # the same text where the page shows code as written, or MathJax typesets it, is no defect
     good = _crafted_site(tmp_path/'good', {
-        'nbs/code.html': '<pre>| a | b |\n| --- | --- |</pre><code>eq:caopd_loss</code><pre>$x$ \\frac{1}{2}</pre>',
+        'nbs/code.html': '<pre>| a | b |\n| --- | --- |</pre><pre># eq:caopd_loss</pre><code>$x$</code><pre>$x$ \\frac{1}{2}</pre>',
         'nbs/math.html': '<p><span class="math notranslate nohighlight">\\(\\frac{1}{2} \\hat\\mu\\)</span></p>',
         'nbs/output.html': out('wrote runs/train/metrics.json; accuracy 0.34 [0.24, 0.42]')})
     assert check.text_problems(good) == []
+
+
+def test_the_figure_check_fails_on_text_too_small_where_it_is_shown(tmp_path):
+    """A figure the README shows as PNG is read at the site's width: a 10 px label in a 1250 px figure is drawn at 7.7
+    px; a PNG drawn at another size than its figure's layout (plotly's batch export took its default) is found too."""
+    import struct
+    check = _docs_module('check')
+    def figure(name, width, font, png_size=None):
+        layout = dict(width=width, height=400, annotations=[dict(text='a label', font=dict(size=font))])
+        (tmp_path/'figures').mkdir(exist_ok=True)
+        (tmp_path/'figures'/f'{name}.json').write_text(json.dumps(dict(data=[], layout=layout)))
+        w, h = png_size or (width, 400)
+        (tmp_path/'figures'/f'{name}.png').write_bytes(b'\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR' + struct.pack('>II', w, h))
+        return f'![{name}](figures/{name}.png)'
+    (tmp_path/'docs').mkdir()
+    (tmp_path/'README.md').write_text('\n'.join([figure('wide', 1250, 10), figure('fits', 960, 11),
+                                                  figure('resized', 960, 12, (700, 500)), '![shot](figures/shot.png)']))
+    problems = check.figure_text_problems(tmp_path)
+    assert len(problems) == 2, problems
+    assert "figures/wide.png: its smallest text (an annotation ('a label')) is 7.7 px" in problems[0], problems
+    assert 'figures/resized.png is 700x500 px, its figure 960x400' in problems[1], problems
+    (tmp_path/'README.md').write_text(figure('fits', 960, 11))
+    assert check.figure_text_problems(tmp_path) == []
 
 
 def test_the_html_checks_pass_a_good_site(tmp_path):
@@ -192,6 +217,10 @@ def test_the_browser_check_fails_on_what_a_reader_sees_cut_off(tmp_path):
         'nbs/table.html': '<div class="pst-scrollable-table-container" style="overflow-x: auto"><table><tr>'
                           + '<td>0.123456</td>' * 200 + '</tr></table></div>',
         'nbs/wrapped.html': f'<pre style="white-space: pre-wrap; overflow-wrap: anywhere">{long}</pre>',
+        # code wrapped back to the left edge, and wrapped under a hanging indent (site.js's lines)
+        'nbs/unhung.html': f'<div class="highlight"><pre style="white-space: pre-wrap">def f():\n    {long}\n</pre></div>',
+        'nbs/hung.html': '<div class="highlight"><pre style="white-space: pre-wrap"><span style="display: block; '
+                         f'padding-left: 8ch; text-indent: -8ch">    {long}\n</span></pre></div>',
         'nbs/no-icon.html': '<p>text</p>'}, nav={'nbs/search.html': SEARCH * 2})
     (site/'nbs'/'no-icon.html').write_text((site/'nbs'/'no-icon.html').read_text().replace('<link rel="icon"', '<link'))
     problems = check.browser_problems(site, tmp_path/'shots')
@@ -201,11 +230,12 @@ def test_the_browser_check_fails_on_what_a_reader_sees_cut_off(tmp_path):
     assert any('the page is' in p and 'px wide in a 1280 px window' in p for p in on('nbs/figure.html')), problems
     assert any('cut off on the right: <span' in p for p in on('nbs/math.html')), problems
     assert on('nbs/search.html') == ['nbs/search.html: 2 search boxes'], problems
-    assert not on('nbs/table.html') and not on('nbs/wrapped.html'), problems
+    assert not on('nbs/table.html') and not on('nbs/wrapped.html') and not on('nbs/hung.html'), problems
+    assert on('nbs/unhung.html') == [f'nbs/unhung.html: code wraps back to the left edge: "{long[:50]}"'], problems
     assert not on('README.html') and not on('index.html'), problems
     # a page naming no icon: the browser asks for /favicon.ico, which the site has not (if it asks before moving on)
     assert set(problems) <= {*on('nbs/code.html'), *on('nbs/figure.html'), *on('nbs/math.html'),
-                             *on('nbs/search.html'), *on('nbs/no-icon.html')}, problems
+                             *on('nbs/search.html'), *on('nbs/no-icon.html'), *on('nbs/unhung.html')}, problems
 
 
 def test_the_home_page_check_fails_without_the_verdict_and_the_command_on_its_first_screen(tmp_path):
