@@ -20,7 +20,8 @@ html_static_path = ['_static']
 html_css_files = ['site.css']
 # site.js fits figures to the page, and opens the page's contents from the article's header
 html_js_files = ['site.js']
-html_search_scorer = '_static/scorer.js'  # a page titled by the words searched for first (the file says why)
+# a page titled by the words searched for first (the file says why); Sphinx opens it from the working folder
+html_search_scorer = str(__import__('pathlib').Path(__file__).resolve().parent/'_static'/'scorer.js')
 mathjax_path = 'tex-svg-full.js'  # MathJax 3 from the site (SVG output needs no web fonts)
 html_context = {'default_mode': 'light'}  # without it the theme logs "Got invalid theme mode" in the console
 html_theme_options = {'repository_url': 'https://github.com/caopd/caopd', 'use_repository_button': True,
