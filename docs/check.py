@@ -413,7 +413,7 @@ def browser_problems(site:Path, screenshots:Path) -> list[str]:
                         first.evaluate('e => { e.scrollIntoView(); window.scrollBy(0, -70) }')
                     pg.wait_for_timeout(300)
                     pg.screenshot(path=str(screenshots/f'{shots[path]}.png'))
-            now['page'] = 'search.html'; problems += search_problems(pg, base)
+            if (site/'search.html').is_file(): now['page'] = 'search.html'; problems += search_problems(pg, base)
             browser.close()
     finally: server.shutdown()
     return problems

@@ -30,6 +30,7 @@ def site(tmp_path_factory):
 
 def test_every_page_is_on_the_site(site):
     assert 'README.html' in (site/'index.html').read_text()  # the home page is the README
+    assert (site/'search.html').is_file()  # the browser check searches it (docs/check.py SEARCHES)
     assert [p.name for p in site.parent.iterdir()] == [site.name]  # nothing written beside it (MyST-NB's jupyter_execute/)
     missing = [p for p in build.notebooks() if not (site/p.relative_to(ROOT).with_suffix('.html')).is_file()]
     missing += [p for p in build.doc_pages() if not (site/p.relative_to(ROOT).with_suffix('.html')).is_file()]
