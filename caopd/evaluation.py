@@ -14,25 +14,24 @@ from .confidence import parse_confidence
 from .data import load_domain
 from .domains import PAPER_DOMAINS, check_domain
 from .paper import TABLE6
-from .generation import (BACKENDS, _generate_batches, generate, generate_openai, generate_vllm, api_base_url,
-                              resolve_backend, vllm_engine)
+from .generation import BACKENDS, _generate_batches, generate, resolve_backend
 from .metrics import METRICS, METRIC_NAMES, calibration_report, few_of_a_kind, interval_text
-from .paradigms import (LIKELIHOOD_FIELDS, add_agreement, api_likelihood, decoded_ends, likelihood_fields,
-                             paradigm_markdown, paradigm_report, success_threshold, transformers_likelihoods)
+from .paradigms import add_agreement, paradigm_markdown, paradigm_report, success_threshold
 from .provenance import environment_record
-from .readout import TOP_LOGPROBS
+from .engines import ENGINES, Engine
+from .readout import EXPECTED
 from .runfolder import RunMismatchError
 from .verifiers import answer_letter, check_verifier, checked_verifier, extract_answer, verify
 
 _log = logging.getLogger('caopd.evaluation')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
 
 # %% auto #0
-__all__ = ['BREAKDOWNS', 'EXPECTED', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'AGREEMENT_FILE', 'reward_correct',
-           'score_completion', 'score_completions', 'report_markdown', 'breakdown_key', 'readout_fields',
-           'expected_report', 'records_report', 'breakdown', 'breakdown_markdown', 'prompts_sha256', 'kept_records',
-           'open_run', 'EvalArguments', 'checked_eval_arguments', 'evaluate', 'expected_markdown', 'write_run',
-           'write_report', 'rescore', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol',
-           'evaluation_markdown', 'main']
+__all__ = ['BREAKDOWNS', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'AGREEMENT_FILE', 'reward_correct',
+           'score_completion', 'score_completions', 'report_markdown', 'breakdown_key', 'expected_report',
+           'records_report', 'breakdown', 'breakdown_markdown', 'prompts_sha256', 'kept_records', 'open_run',
+           'EvalArguments', 'checked_eval_arguments', 'evaluate', 'expected_markdown', 'write_run', 'write_report',
+           'rescore', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'evaluation_markdown',
+           'main']
 
 # %% ../nbs/10_evaluation.ipynb #c026
 def reward_correct(verifier, # a TRL reward function `f(prompts, completions, completion_ids, **columns) -> list[float]`
@@ -112,13 +111,6 @@ def breakdown_key(records:list[dict], # per-sample records
     "The record field a report is broken down by: 'difficulty' when every record has one, 'answer' (gold letter) for multiple choice, else None."
     if records and all(r.get('difficulty') is not None for r in records): return 'difficulty'
     return 'answer' if check_domain(domain) == 'chemistry' else None
-
-EXPECTED = 'expected_confidence'  # the record field of the expected stated confidence (ours; `caopd.readout`)
-
-def readout_fields(readout) -> dict:
-    "A record's fields of the expected stated confidence: a `caopd.readout.Readout`'s, or None each when there is none."
-    if readout is not None: return readout.record()
-    return dict(expected_confidence=None, expected_mass=None, expected_pruned=None, expected_nodes=None)
 
 def expected_report(records:list[dict], # per-sample records
                     **kwargs, # more `calibration_report` arguments
@@ -288,53 +280,29 @@ def checked_eval_arguments(args:EvalArguments|None=None, # options made earlier 
     return dataclasses.replace(args or EvalArguments(), **options)
 
 # %% ../nbs/10_evaluation.ipynb #c035
-def _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, decimals, progress, tensor_parallel_size,
-                   max_model_len, seed, batch_size=16):
-    "Add the expected stated confidence to every record without one (in place): from the model here, or none (an API's)."
-    # with transformers, the answers this run generated were read as each batch ended, from its cache: this reads the rest
-    need = [r for r in records if EXPECTED not in r]
-    if not need: return
-    if backend == 'openai':  # read from the listing as each answer came (`keep_prompt`); a resumed record has none
-        for r in need: r.update(readout_fields(None))
-        return
-    from tqdm.auto import tqdm
-    from caopd.models import chat_template_kwargs, load_model
-    from caopd.readout import completion_readout, transformers_readouts, vllm_next_probs
-    if backend == 'vllm':
-        llm = llm or vllm_engine(str(model), seed, tensor_parallel_size, max_model_len)
-        tok = llm.get_tokenizer()
-    elif lm is None: lm, tok = model if is_pair else load_model(model, dtype=dtype)
-    kw = chat_template_kwargs(tok.name_or_path if is_pair else str(model), tok)
-    texts = [tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw) for r in need]
-    if backend == 'transformers':  # answers kept from an earlier run: one padded pass over a batch's prefixes, then their trees
-        for b in tqdm(range(0, len(need), batch_size), desc='readout', unit='batch', disable=not progress):
-            part = need[b:b + batch_size]
-            read = transformers_readouts(lm, tok, texts[b:b + batch_size], [r['completion'] for r in part], decimals,
-                                         batch_size=batch_size)
-            for r, x in zip(part, read): r.update(readout_fields(x))
-        return
-    for r, text in tqdm(list(zip(need, texts)), desc='readout', unit='sample', disable=not progress):
-        r.update(readout_fields(completion_readout(lambda ids: vllm_next_probs(llm, ids), tok, text, r['completion'], decimals)))
-
-def _read_likelihood(records, backend, model, is_pair, dtype, lm, tok, domain, max_new_tokens, batch_size=16):
-    "Add the answer's likelihood to every record without one (in place): by a forward pass here, or none (another backend's)."
-    # answers generated by this run got it as they were sampled (`ChosenLogprobs`, vLLM's `logprobs`, an API's listing)
-    need = [r for r in records if LIKELIHOOD_FIELDS[0] not in r]
-    if not need: return
-    if backend != 'transformers':  # a resumed record of vLLM or an API: its log-probabilities are gone
-        for r in need: r.update(dict.fromkeys(LIKELIHOOD_FIELDS))
-        return
-    from caopd.models import chat_template_kwargs, load_model
-    if lm is None: lm, tok = model if is_pair else load_model(model, dtype=dtype)
-    kw = chat_template_kwargs(tok.name_or_path if is_pair else str(model), tok)
-    texts = [tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw) for r in need]
-    got = transformers_likelihoods(lm, tok, domain, texts, [r['completion'] for r in need], max_new_tokens, batch_size)
-    for r, f in zip(need, got): r.update(f)
-
-AGREEMENT_FILE = 'agreement.jsonl'  # in an evaluation folder: the samples drawn only for the agreement of samples
+def _own_rows(dataset, # rows of the user's: a `datasets.Dataset` or dicts
+              verifier, # the user's verifier (a TRL reward function), checked on the rows' columns
+             ) -> tuple[list[dict], object]:
+    "The rows as dicts, each with a prompt and an id (its position unless it has one), and the verifier checked at each call."
+    rows_list = [dict(r) for r in dataset]
+    for k, r in enumerate(rows_list):
+        if not isinstance(r.get('prompt'), (str, list)):
+            raise ValueError(f"evaluate: row {k} of dataset has no 'prompt' (chat messages, or a string); its keys are "
+                             f"{sorted(r)}")
+        r.setdefault('id', k)
+    ids = [r['id'] for r in rows_list]
+    if len(set(map(str, ids))) != len(ids):  # a record is its (id, sample): two rows of one id would be one
+        raise ValueError(f"evaluate: dataset's ids repeat ({next(i for i in ids if ids.count(i) > 1)!r}): give each "
+                         f"row an id of its own, or none (its position is its id)")
+    check_verifier(verifier, sorted(set.intersection(*(set(r) for r in rows_list))) if rows_list else [], 'evaluate')
+    return rows_list, checked_verifier(verifier)
 
 # %% ../nbs/10_evaluation.ipynb #c035-1
-def _agreement_samples(a, backend, model, is_pair, dtype, lm, tok, llm, rows_list, domain, verifier, api_key, progress) -> list:
+AGREEMENT_FILE = 'agreement.jsonl'  # in an evaluation folder: the samples drawn only for the agreement of samples
+
+def _agreement_samples(a:EvalArguments, # the evaluation's arguments: `agreement_samples` more, seed `a.seed + 1`
+                       engine:Engine, # what draws them (the evaluation's, its model loaded once)
+                       rows_list:list, domain:str|None, verifier, progress:bool) -> list:
     "`a.agreement_samples` more samples of every prompt (seed `a.seed + 1`), scored; kept in `out` and read back when all there."
     m, seed = a.agreement_samples, a.seed + 1
     path = Path(a.out)/AGREEMENT_FILE if a.out is not None else None
@@ -342,26 +310,7 @@ def _agreement_samples(a, backend, model, is_pair, dtype, lm, tok, llm, rows_lis
     if path is not None and path.is_file():
         kept = read_jsonl(path)
         if {(r['id'], r['sample']) for r in kept} == want: return kept
-    prompts = [r['prompt'] for r in rows_list]
-    texts, tokens = [[None] * m for _ in rows_list], [[None] * m for _ in rows_list]
-    kw = dict(n=m, temperature=a.temperature, top_p=a.top_p, max_new_tokens=a.max_new_tokens, seed=seed, progress=progress)
-    if backend == 'openai':
-        got = generate_openai(str(model), prompts, base_url=a.base_url, api_key=api_key, workers=a.workers,
-                              max_retries=a.max_retries, timeout=a.timeout, **{**kw, **(a.api_kwargs or {})})
-        texts = [[s['completion'] for s in ss] for ss in got]
-    elif backend == 'vllm':
-        from caopd.models import chat_template_kwargs
-        llm = llm or vllm_engine(str(model), a.seed, a.tensor_parallel_size, a.max_model_len)  # the evaluation's engine
-        got = generate_vllm(llm, prompts, token_logprobs=True, chat_template_kwargs=chat_template_kwargs(str(model), llm.get_tokenizer()), **kw)
-        texts = [[s['completion'] for s in ss] for ss in got]
-        tokens = [[len(s['token_ids']) if s['token_ids'] is not None else None for s in ss] for ss in got]
-    else:
-        from caopd.models import chat_template_kwargs, load_model
-        if lm is None: lm, tok = model if is_pair else load_model(model, dtype=dtype)
-        def count(batch, cont):
-            for row, (i, j, _) in enumerate(batch): tokens[i][j] = len(cont.generated(row)[0])
-        texts = generate(lm, tok, prompts, batch_size=a.batch_size, on_batch=count, with_cache=True,
-                         chat_template_kwargs=chat_template_kwargs(tok.name_or_path if is_pair else model, tok), **kw)
+    texts, tokens = engine.sample([r['prompt'] for r in rows_list], m, seed, progress)
     extra = []
     for row, ss, ns in zip(rows_list, texts, tokens):
         for j, (c, n) in enumerate(zip(ss, ns)):
@@ -399,48 +348,26 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
         raise ValueError("evaluate((model, tokenizer), ...) needs name=...: the name to record for this in-memory model")
     a = checked_eval_arguments(args, **{k: v for k, v in dict(domain=domain, split=split).items() if v is not None}, **options,
                        **({} if is_pair else dict(model=str(model))))  # checked (EVALUATE_RULES) before any work
-    backend, dtype = resolve_backend(model, a.backend), a.dtype
     model_name = name or str(model)
     from caopd.provenance import check_no_credentials
     check_no_credentials(dict(model=model_name, data_dir=str(a.data_dir or ''), out=str(a.out or ''), api_kwargs=a.api_kwargs),
                          'caopd.evaluate')  # before anything is written; `api_key` is an argument that is never written
-    if backend == 'openai': api_base_url(a.base_url)
-    elif a.base_url or api_key: raise Refusal(  # it would be ignored: the model runs here, not behind an endpoint
-        f"{'base_url' if a.base_url else 'api_key'} is for the openai backend, but model={model_name!r} runs with "
-        f"backend={backend!r}; pass model='openai:<name>' to evaluate an endpoint's model, or leave it out")
-    if backend != 'openai':  # the model runs here: a checkpoint whose weights are not finite is refused before any work
-        from caopd.guards import check_finite_weights, guard_attention
-        if not is_pair: check_finite_weights(model)
-        attention = guard_attention()  # no cuDNN SDPA where it returns NaN (caopd.guards), as in training
-    if backend == 'transformers':  # the weights' dtype, recorded as loaded
-        from caopd.models import default_dtype
-        dtype = str(getattr(model[0], 'dtype', dtype) if is_pair else dtype or default_dtype()).replace('torch.', '')
+    engine = ENGINES[resolve_backend(model, a.backend)](model, a, api_key)
+    engine.check(model_name)  # an endpoint, finite weights, an attention that works: before any work
     if dataset is None: rows_list = list(load_domain(a.domain, a.split, data_dir=a.data_dir))
-    else:  # rows of the user's: each needs a prompt; an id is its position unless it has one
-        rows_list = [dict(r) for r in dataset]
-        for k, r in enumerate(rows_list):
-            if not isinstance(r.get('prompt'), (str, list)):
-                raise ValueError(f"evaluate: row {k} of dataset has no 'prompt' (chat messages, or a string); its keys are "
-                                 f"{sorted(r)}")
-            r.setdefault('id', k)
-        ids = [r['id'] for r in rows_list]
-        if len(set(map(str, ids))) != len(ids):  # a record is its (id, sample): two rows of one id would be one
-            raise ValueError(f"evaluate: dataset's ids repeat ({next(i for i in ids if ids.count(i) > 1)!r}): give each "
-                             f"row an id of its own, or none (its position is its id)")
-        check_verifier(verifier, sorted(set.intersection(*(set(r) for r in rows_list))) if rows_list else [], 'evaluate')
-        verifier = checked_verifier(verifier)  # what it returns is checked at every call, as in training
+    else: rows_list, verifier = _own_rows(dataset, verifier)
     if a.agreement_samples and verifier is not None and not hasattr(verifier, 'reference_answer'):
         raise Refusal(f"agreement_samples={a.agreement_samples}: the agreement of samples reads each answer through the "
                       "verifier's reference_answer (as TA-SC does), and this verifier has none; set "
                       "verifier.reference_answer, or pass agreement_samples=0")
     if a.limit is not None: rows_list = rows_list[:a.limit]
     prompts, domain_name = [r['prompt'] for r in rows_list], a.domain if dataset is None else None
-    settings = dict(model=model_name if is_pair else str(model), model_name=model_name, backend=backend,
+    settings = dict(model=model_name if is_pair else str(model), model_name=model_name, backend=engine.name,
                     domain=domain_name, split=a.split if dataset is None else None, limit=a.limit, prompts=len(rows_list),
                     **({} if verifier is None else dict(verifier=getattr(verifier, '__name__', type(verifier).__name__))),
                     prompts_sha256=prompts_sha256(rows_list),
                     n_samples=a.n_samples, temperature=a.temperature, top_p=a.top_p, max_new_tokens=a.max_new_tokens, seed=a.seed)
-    if backend == 'openai': settings.update(api_kwargs=a.api_kwargs or None)
+    settings.update(engine.settings())
     if a.readout: settings.update(readout_decimals=a.readout_decimals)
     if a.agreement_samples:  # its batches too: they set which random numbers each sample draws
         settings.update(agreement_samples=a.agreement_samples, agreement_seed=a.seed + 1, agreement_batch_size=a.batch_size)
@@ -454,56 +381,10 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
     def keep(recs):  # every finished sample goes to disk at once
         new.extend(recs)
         if a.out is not None and recs: append_jsonl(Path(a.out)/'records.jsonl', recs)
-    def keep_prompt(k, samples):
-        recs = []
-        for j in missing[k]:
-            s = dict(samples[j]) if isinstance(samples[j], dict) else samples[j]
-            lp = s.pop('logprobs', None) if isinstance(s, dict) else None  # an API's listing: read here, not kept
-            ids, lps = (s.pop('token_ids', None), s.pop('token_logprobs', None)) if isinstance(s, dict) else (None, None)  # vLLM's
-            recs.append(score_completion(rows_list[k], j, s, domain_name, verifier))
-            text = recs[-1]['completion']
-            if backend == 'openai': recs[-1].update(api_likelihood(domain_name, text, lp))
-            elif ids is not None: recs[-1].update(likelihood_fields(domain_name, text, lps, decoded_ends(llm.get_tokenizer(), ids)))
-            else: recs[-1].update(dict.fromkeys(LIKELIHOOD_FIELDS))
-            if a.readout and backend == 'openai':
-                from caopd.readout import api_readout
-                recs[-1].update(readout_fields(api_readout(recs[-1]['completion'], lp, a.readout_decimals)))
-        keep(recs)
-    lm = tok = llm = None  # the model, once loaded: the readout reads it again
+    record = lambda k, j, sample: score_completion(rows_list[k], j, sample, domain_name, verifier)
     t0 = time.time()
     try:
-        if not todo: pass
-        elif backend == 'openai':
-            api = dict(seed=a.seed, **(dict(logprobs=TOP_LOGPROBS) if a.readout else {}), **(a.api_kwargs or {}))  # seed=None: not sent
-            generate_openai(str(model), [prompts[k] for k in todo], n=a.n_samples, temperature=a.temperature, top_p=a.top_p,
-                            max_new_tokens=a.max_new_tokens, base_url=a.base_url, api_key=api_key, workers=a.workers,
-                            max_retries=a.max_retries, timeout=a.timeout, progress=progress,
-                            on_result=lambda t, samples: keep_prompt(todo[t], samples), **api)
-        elif backend == 'vllm':
-            from caopd.models import chat_template_kwargs
-            llm = vllm_engine(str(model), a.seed, a.tensor_parallel_size, a.max_model_len)
-            comps = generate_vllm(llm, [prompts[k] for k in todo], n=a.n_samples, temperature=a.temperature, top_p=a.top_p,
-                                  max_new_tokens=a.max_new_tokens, seed=a.seed, progress=progress, token_logprobs=True,
-                                  chat_template_kwargs=chat_template_kwargs(str(model), llm.get_tokenizer()))
-            for k, samples in zip(todo, comps): keep_prompt(k, samples)
-        else:
-            from caopd.models import load_model, chat_template_kwargs
-            lm, tok = model if is_pair else load_model(model, dtype=dtype)  # kept for the readout
-            def scored(got, continued):  # as each batch ends: each answer's likelihood, and the readout from the cache
-                recs = [score_completion(rows_list[i], j, c, domain_name, verifier) for i, j, c in got]
-                for row, r in enumerate(recs):  # the answer's likelihood, as the generation gave its tokens
-                    ids, lps = continued.generated(row)
-                    r.update(likelihood_fields(domain_name, r['completion'], lps, decoded_ends(tok, ids)))
-                if a.readout:
-                    from caopd.readout import transformers_readouts
-                    read = transformers_readouts(lm, tok, continued.texts, [c for _, _, c in got], a.readout_decimals,
-                                                 batch_size=a.batch_size, continued=continued)
-                    for r, x in zip(recs, read): r.update(readout_fields(x))
-                keep(recs)
-            generate(lm, tok, prompts, n=a.n_samples, temperature=a.temperature, top_p=a.top_p, max_new_tokens=a.max_new_tokens,
-                     batch_size=a.batch_size, chat_template_kwargs=chat_template_kwargs(tok.name_or_path if is_pair else model, tok),
-                     seed=a.seed, progress=progress, samples=[(k, j) for k in todo for j in missing[k]], on_batch=scored,
-                     with_cache=True)
+        if todo: engine.generate(prompts, [(k, j) for k in todo for j in missing[k]], record, keep, domain_name, progress)
     except BaseException as e:
         if a.out is not None and hasattr(e, 'add_note'):
             e.add_note(f"caopd.evaluate: {len(done) + len(new)} of {len(rows_list) * a.n_samples} samples are kept in "
@@ -516,22 +397,16 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
     records = sorted(unique.values(), key=lambda r: (pos[r['id']], r['sample']))  # prompt order, as an uninterrupted run
     if len(records) != len(rows_list) * a.n_samples:
         raise RuntimeError(f"{len(records)} records for {len(rows_list)} prompts x {a.n_samples} samples: some samples are missing")
-    if a.readout: _read_expected(records, backend, model, is_pair, dtype, lm, tok, llm, a.readout_decimals, progress,
-                                 a.tensor_parallel_size, a.max_model_len, a.seed, a.batch_size)
-    _read_likelihood(records, backend, model, is_pair, dtype, lm, tok, domain_name, a.max_new_tokens, a.batch_size)
-    extra = (_agreement_samples(a, backend, model, is_pair, dtype, lm, tok, llm, rows_list, domain_name, verifier, api_key, progress)
-             if a.agreement_samples else [])
+    if a.readout: engine.read_expected(records, progress)  # those an earlier run kept: the rest were read as generated
+    engine.read_likelihood(records, domain_name)
+    extra = _agreement_samples(a, engine, rows_list, domain_name, verifier, progress) if a.agreement_samples else []
     if (extra or a.n_samples > 1) and (verifier is None or hasattr(verifier, 'reference_answer')):
         add_agreement(records, domain_name, extra, verifier)
     report = records_report(records)  # intervals resample prompts
     settings.update(seconds=round(time.time() - t0, 1), resumed_samples=len(done))
-    if backend == 'openai':
-        settings.update(base_url=api_base_url(a.base_url), workers=a.workers,
-                        timeout=a.timeout, max_retries=a.max_retries)
-    if backend == 'vllm': settings.update(tensor_parallel_size=a.tensor_parallel_size, max_model_len=a.max_model_len)
+    settings.update(engine.ran())
     settings['environment'] = environment_record()
-    if backend == 'transformers': settings['dtype'] = dtype
-    if backend != 'openai': settings['attention'] = attention
+    settings.update(engine.machine())  # the weights' dtype, the attention: as the model ran here
     if a.out is not None: write_run(a.out, records, report, settings)
     return records, report
 

@@ -11,8 +11,8 @@ import pandas as pd
 
 from .cli import Refusal, refusals
 from .data import load_domain
-from .evaluation import (AGREEMENT_FILE, EvalArguments, _agreement_samples, _read_likelihood, prompts_sha256,
-                              records_report, write_report)
+from .engines import TransformersEngine
+from .evaluation import AGREEMENT_FILE, EvalArguments, _agreement_samples, prompts_sha256, records_report, write_report
 from .io import atomic_write, markdown_table, read_json, read_jsonl, write_json, write_jsonl
 from .metrics import auroc, expected_calibration_error, skill_report
 from .paradigms import PARADIGMS, add_agreement, metric_text, paradigm_report, paradigm_scores
@@ -45,11 +45,13 @@ def score_paradigms(out, # an evaluation folder of `evaluate` (records.jsonl, re
     if st.get('domain') is None and (model is not None or agreement_samples or st.get('n_samples', 1) > 1):
         raise Refusal(f"{out} holds rows of your own: their verifier is not recorded; evaluate them again with "
                       "evaluate(dataset=..., verifier=...)")
-    domain, lm = st.get('domain'), None
-    if model is not None:
-        from caopd.models import load_model
-        lm, tok = load_model(model, dtype=st.get('dtype'))
-        _read_likelihood(records, 'transformers', model, False, st.get('dtype'), lm, tok, domain, st['max_new_tokens'], batch_size)
+    domain, engine = st.get('domain'), None
+    if model is not None:  # the evaluation's sampling, this call's batch size: one engine, its model loaded once
+        a = EvalArguments(model=str(model), domain=domain, split=st['split'], limit=st.get('limit'), temperature=st['temperature'],
+                          top_p=st['top_p'], max_new_tokens=st['max_new_tokens'], seed=st['seed'], batch_size=batch_size,
+                          out=str(out), agreement_samples=agreement_samples, dtype=st.get('dtype'))
+        engine = TransformersEngine(str(model), a)
+        engine.read_likelihood(records, domain)  # by a forward pass: the checkpoint of the run that evaluated them
         st['paradigms_model'] = str(model)  # what scored the likelihoods and drew the samples, afterwards
     extra = []
     if agreement_samples:
@@ -57,11 +59,7 @@ def score_paradigms(out, # an evaluation folder of `evaluate` (records.jsonl, re
         if prompts_sha256(rows_list) != st['prompts_sha256']:
             raise Refusal(f"the {domain}/{st['split']} questions in {data_dir or 'the data folder'} are not those {out} "
                           "evaluated (prompts_sha256 differs): pass the data_dir it was evaluated on")
-        a = EvalArguments(model=str(model), domain=domain, split=st['split'], limit=st.get('limit'), temperature=st['temperature'],
-                          top_p=st['top_p'], max_new_tokens=st['max_new_tokens'], seed=st['seed'], batch_size=batch_size,
-                          out=str(out), agreement_samples=agreement_samples)
-        extra = _agreement_samples(a, 'transformers', model, False, st.get('dtype'), lm, tok, None, rows_list, domain, None,
-                                   None, progress)
+        extra = _agreement_samples(a, engine, rows_list, domain, None, progress)
         st.update(agreement_samples=agreement_samples, agreement_seed=a.seed + 1, agreement_batch_size=batch_size)
     if extra or st.get('n_samples', 1) > 1: add_agreement(records, domain, extra)
     write_jsonl(out/'records.jsonl', records)

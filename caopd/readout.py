@@ -12,10 +12,10 @@ import numpy as np
 from .confidence import confidence_label_end
 
 # %% auto #0
-__all__ = ['READOUT_PRUNE', 'TOP_LOGPROBS', 'value_grammar', 'ends_value', 'TokenTable', 'Readout', 'expected_values',
-           'expected_value', 'tree_attention_ok', 'plain_next_probs', 'prefix_pass', 'transformers_batch_next_probs',
-           'transformers_next_probs', 'label_prefix', 'completion_readout', 'transformers_readouts',
-           'transformers_readout', 'vllm_next_probs', 'api_readout']
+__all__ = ['READOUT_PRUNE', 'TOP_LOGPROBS', 'EXPECTED', 'value_grammar', 'ends_value', 'TokenTable', 'Readout', 'expected_values',
+           'expected_value', 'readout_fields', 'tree_attention_ok', 'plain_next_probs', 'prefix_pass',
+           'transformers_batch_next_probs', 'transformers_next_probs', 'label_prefix', 'completion_readout',
+           'transformers_readouts', 'transformers_readout', 'vllm_next_probs', 'api_readout']
 
 # %% ../nbs/09a_readout.ipynb #r006
 READOUT_PRUNE = 1e-4  # a branch of the value tree less likely than this is not read further; its mass is reported as pruned
@@ -143,6 +143,14 @@ def expected_value(next_probs, # (list of token-id tuples after the label) -> on
                   ) -> Readout:
     "The model's expected value over the values CaOPD writes, from its next-token distributions after the label."
     return expected_values(lambda nodes: next_probs([ids for _, ids in nodes]), 1, table, decimals, prune, max_tokens)[0]
+
+# %% ../nbs/09a_readout.ipynb #r014b
+EXPECTED = 'expected_confidence'  # the record field of the expected stated confidence (ours)
+
+def readout_fields(readout:Readout|None) -> dict:
+    "A record's fields of the expected stated confidence: a `Readout`'s, or None each when there is none."
+    if readout is not None: return readout.record()
+    return dict(expected_confidence=None, expected_mass=None, expected_pruned=None, expected_nodes=None)
 
 # %% ../nbs/09a_readout.ipynb #r019
 def _forward_kw(model) -> tuple:
