@@ -312,7 +312,7 @@ def resolve_settings(run:RunArguments) -> RunSettings:
     import torch
     from caopd.domains import check_domain
     from caopd.provenance import check_no_credentials
-    from caopd.evaluation import protocol
+    from caopd.runfolder import protocol
     from caopd.machine import version_table
     from caopd.runfolder import run_folder
     from caopd.machine import NoGPUError, cpu_refusal, cpu_sized, gpu_refusal

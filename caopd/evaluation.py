@@ -12,7 +12,7 @@ from .cli import (Refusal, check_fields, dataclass_parser, option, integer, json
                        refusals, with_arguments)
 from .confidence import parse_confidence
 from .data import load_domain
-from .domains import PAPER_DOMAINS, check_domain
+from .domains import check_domain
 from .paper import TABLE6
 from .generation import BACKENDS, _generate_batches, generate, resolve_backend
 from .metrics import METRICS, METRIC_NAMES, calibration_report, few_of_a_kind, interval_text
@@ -20,7 +20,7 @@ from .paradigms import add_agreement, paradigm_markdown, paradigm_report, succes
 from .provenance import environment_record
 from .engines import ENGINES, Engine
 from .readout import EXPECTED
-from .runfolder import RunMismatchError
+from .runfolder import RunMismatchError, prompts_sha256
 from .verifiers import answer_letter, check_verifier, checked_verifier, extract_answer, verify
 
 _log = logging.getLogger('caopd.evaluation')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
@@ -28,10 +28,9 @@ _log = logging.getLogger('caopd.evaluation')  # the library's messages (caopd/__
 # %% auto #0
 __all__ = ['BREAKDOWNS', 'EVAL_SETTINGS_FILE', 'RESUME_KEYS', 'EVALUATE_RULES', 'AGREEMENT_FILE', 'reward_correct',
            'score_completion', 'score_completions', 'report_markdown', 'breakdown_key', 'expected_report',
-           'records_report', 'breakdown', 'breakdown_markdown', 'prompts_sha256', 'kept_records', 'open_run',
-           'EvalArguments', 'checked_eval_arguments', 'evaluate', 'expected_markdown', 'write_run', 'write_report',
-           'rescore', 'confidence_probe', 'elicit_confidence', 'other_domain', 'protocol', 'evaluation_markdown',
-           'main']
+           'records_report', 'breakdown', 'breakdown_markdown', 'kept_records', 'open_run', 'EvalArguments',
+           'checked_eval_arguments', 'evaluate', 'expected_markdown', 'write_run', 'write_report', 'rescore',
+           'confidence_probe', 'elicit_confidence', 'evaluation_markdown', 'main']
 
 # %% ../nbs/10_evaluation.ipynb #c026
 def reward_correct(verifier, # a TRL reward function `f(prompts, completions, completion_ids, **columns) -> list[float]`
@@ -160,13 +159,6 @@ EVAL_SETTINGS_FILE = 'eval_settings.json'  # in a run folder: the settings its r
 RESUME_KEYS = ('model', 'backend', 'domain', 'split', 'limit', 'prompts', 'prompts_sha256', 'n_samples', 'temperature',
                'top_p', 'max_new_tokens', 'seed', 'api_kwargs')  # settings a resumed evaluation must share
 
-
-def prompts_sha256(rows,  # the evaluated rows, with `id`, `prompt` and `answer`
-                  ) -> str:
-    "A digest of the evaluated prompts (ids, chat messages and gold answers, in order)."
-    h = hashlib.sha256()
-    for r in rows: h.update(json.dumps([r['id'], r['prompt'], r.get('answer')], ensure_ascii=False, sort_keys=True, default=str).encode() + b'\n')
-    return h.hexdigest()
 
 def kept_records(path,  # a run folder's records.jsonl
                 ) -> list[dict]:
@@ -509,29 +501,6 @@ def elicit_confidence(model, # a transformers causal LM
     _generate_batches(model, tokenizer, order, [heads[i] + probes[i] for i in order], batch_size, done,
                       max_new_tokens=max_new_tokens, do_sample=False)
     return out
-
-# %% ../nbs/10_evaluation.ipynb #c045
-def other_domain(domain:str,  # 'chemistry' or 'tooluse'
-                ) -> str:
-    "The paper's other domain: the OOD test domain of a model trained on `domain`."
-    if check_domain(domain) not in PAPER_DOMAINS: raise ValueError(f"{domain!r} has no OOD partner: the paper's OOD and CT protocols pair {PAPER_DOMAINS}")
-    return PAPER_DOMAINS[1 - PAPER_DOMAINS.index(domain)]
-
-def protocol(train_domains,  # the domains trained on, in order (a list, one domain, or 'tooluse>chemistry')
-             eval_domain:str,  # the test domain
-            ) -> str:
-    "The evaluation protocol of Appendix F.1: 'id', 'ood' or 'ct'."
-    seq = train_domains.split('>') if isinstance(train_domains, str) else list(train_domains)
-    seq = [d.strip() for d in seq]
-    for d in seq + [eval_domain]:
-        try: check_domain(d)
-        except ValueError as e: raise ValueError(f"train_domains={train_domains!r}, eval_domain={eval_domain!r}: {e}") from None
-    if seq and set(seq) == {eval_domain}: return 'id'
-    if seq and eval_domain not in seq: return 'ood'
-    if len(set(seq)) > 1 and seq[-1] == eval_domain: return 'ct'
-    raise ValueError(f"train_domains={train_domains!r}, eval_domain={eval_domain!r} match no protocol of Appendix F.1: "
-                     "id (trained only on eval_domain), ood (never trained on it), ct (several domains, the last one "
-                     "eval_domain)")
 
 # %% ../nbs/10_evaluation.ipynb #c048
 def evaluation_markdown(args:EvalArguments, # what was evaluated

@@ -12,8 +12,9 @@ import pandas as pd
 from .cli import Refusal, refusals
 from .data import load_domain
 from .engines import TransformersEngine
-from .evaluation import AGREEMENT_FILE, EvalArguments, _agreement_samples, prompts_sha256, records_report, write_report
+from .evaluation import AGREEMENT_FILE, EvalArguments, _agreement_samples, records_report, write_report
 from .io import atomic_write, markdown_table, read_json, read_jsonl, write_json, write_jsonl
+from .runfolder import prompts_sha256
 from .metrics import auroc, expected_calibration_error, skill_report
 from .paradigms import PARADIGMS, add_agreement, metric_text, paradigm_report, paradigm_scores
 from .figures import SITE_WIDTH

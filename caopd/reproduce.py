@@ -149,7 +149,7 @@ def missing_run_commands(missing:pd.DataFrame, # rows with domain (the test doma
                          **params, # more notebook parameters for every run, e.g. model='Qwen3-8B', preset='paper'
                         ) -> list:
     "papermill commands (and '# ...' notes) that make the runs behind the rows of `missing`."
-    other = dict(zip(PAPER_DOMAINS, reversed(PAPER_DOMAINS)))  # the paper's OOD pairs (caopd.evaluation.other_domain)
+    other = dict(zip(PAPER_DOMAINS, reversed(PAPER_DOMAINS)))  # the paper's OOD pairs (caopd.runfolder.other_domain)
     out = []
     for r in missing.to_dict('records'):
         d, m, s = r.get('domain', ''), r.get('method', ''), str(r.get('setting', '') or '')

@@ -4,16 +4,18 @@
 
 # %% ../nbs/01b_runfolder.ipynb #81822981
 from __future__ import annotations
-import json, re, time
+import hashlib, json, re, time
 from pathlib import Path
 
 from fastcore.basics import patch
 from .cli import Refusal
+from .domains import PAPER_DOMAINS, check_domain
 from .io import read_json, read_jsonl, write_json, write_jsonl
 
 # %% auto #0
 __all__ = ['RUN_IDENTITY', 'OVERRIDES_NOT_IDENTITY', 'REPLACED', 'RunMismatchError', 'RunFolder', 'is_run', 'load_run',
-           'run_identity', 'identity_diff', 'run_folder', 'diff_text', 'find_runs']
+           'run_identity', 'identity_diff', 'run_folder', 'diff_text', 'other_domain', 'protocol', 'prompts_sha256',
+           'find_runs']
 
 # %% ../nbs/01b_runfolder.ipynb #ea439216
 class RunMismatchError(Refusal):  # a ValueError; one line and exit status 2 on the command line
@@ -169,6 +171,36 @@ def discard_training(self:RunFolder,
     for p in parts:
         if p.is_dir(): shutil.rmtree(p)
         else: p.unlink(missing_ok=True)
+
+# %% ../nbs/01b_runfolder.ipynb #pd02
+def other_domain(domain:str,  # 'chemistry' or 'tooluse'
+                ) -> str:
+    "The paper's other domain: the OOD test domain of a model trained on `domain`."
+    if check_domain(domain) not in PAPER_DOMAINS: raise ValueError(f"{domain!r} has no OOD partner: the paper's OOD and CT protocols pair {PAPER_DOMAINS}")
+    return PAPER_DOMAINS[1 - PAPER_DOMAINS.index(domain)]
+
+def protocol(train_domains,  # the domains trained on, in order (a list, one domain, or 'tooluse>chemistry')
+             eval_domain:str,  # the test domain
+            ) -> str:
+    "The evaluation protocol of Appendix F.1: 'id', 'ood' or 'ct'."
+    seq = train_domains.split('>') if isinstance(train_domains, str) else list(train_domains)
+    seq = [d.strip() for d in seq]
+    for d in seq + [eval_domain]:
+        try: check_domain(d)
+        except ValueError as e: raise ValueError(f"train_domains={train_domains!r}, eval_domain={eval_domain!r}: {e}") from None
+    if seq and set(seq) == {eval_domain}: return 'id'
+    if seq and eval_domain not in seq: return 'ood'
+    if len(set(seq)) > 1 and seq[-1] == eval_domain: return 'ct'
+    raise ValueError(f"train_domains={train_domains!r}, eval_domain={eval_domain!r} match no protocol of Appendix F.1: "
+                     "id (trained only on eval_domain), ood (never trained on it), ct (several domains, the last one "
+                     "eval_domain)")
+
+def prompts_sha256(rows,  # the evaluated rows, with `id`, `prompt` and `answer`
+                  ) -> str:
+    "A digest of the evaluated prompts (ids, chat messages and gold answers, in order)."
+    h = hashlib.sha256()
+    for r in rows: h.update(json.dumps([r['id'], r['prompt'], r.get('answer')], ensure_ascii=False, sort_keys=True, default=str).encode() + b'\n')
+    return h.hexdigest()
 
 # %% ../nbs/01b_runfolder.ipynb #fr02
 def find_runs(root, # folder searched recursively

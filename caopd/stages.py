@@ -30,7 +30,7 @@ def select_prompts(settings:RunSettings, # `resolve_settings(...)`
     from datasets import concatenate_datasets
     from caopd.arithmetic import interleaved_order
     from caopd.data import load_domain
-    from caopd.evaluation import prompts_sha256
+    from caopd.runfolder import prompts_sha256
     from caopd.warmup import FormatWarmupConfig
     @functools.cache  # the training domain is usually a warm-up domain too: load and shuffle it once
     def pool(domain):
