@@ -194,6 +194,52 @@ def status_markdown(rows:list[dict]) -> str:
     return markdown_table([[r['run'], r['job'], r['executor'], r['state'], r['log']] for r in rows],
                           header=['run', 'job', 'executor', 'state', 'log'], right=()).rstrip('\n')
 
+# %% ../nbs/11c_cluster.ipynb #cl009-0
+def _job_asks(grid, g:dict, folders:dict, train:bool, cluster:dict, dry_run:bool) -> dict:
+    "What each run's job asks for (`job_resources`): refused where a run of the train notebook would not fit its node."
+    asks = {}
+    for name, params in g['runs']:
+        if train:
+            asks[name] = res = job_resources(name, dict(run_params(params), out=str(folders[name])), cluster)
+            if not res['fits'] and not dry_run: raise Refusal(f"{grid}: run {name!r} would not fit its node: {res['plan']}")
+        else: asks[name] = dict(gpus=0, cpus=cluster.get('cpus_per_gpu', CPUS_PER_GPU), mem_gb=None,
+                                time_min=cluster.get('time'), fits=True, plan=None)  # no plan: no GPU, the cores asked
+    return asks
+
+
+def _finished_locally(job, # a submitit job of the local executor
+                      name:str, # its run
+                     ) -> bool:
+    "Wait for a local job; whether it finished (a killed or failed one is said, with its log)."
+    job.wait()
+    if job.state == 'INTERRUPTED':  # killed: no result will come (submitit would wait for one)
+        print(f"[failed] {name}: job {job.job_id} was killed; log {job.paths.stdout}", flush=True); return False
+    try: job.result()
+    except Exception as e:
+        print(f"[failed] {name}: job {job.job_id}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}",
+              flush=True)
+        return False
+    return True
+
+
+def _not_submitted(grid, executor:str, failed:list, unknown:list) -> Refusal:
+    "The refusal naming the runs that did not finish (or were not submitted) and those whose jobs' states are unknown."
+    said = ([f"{len(failed)} run(s) {'did not finish' if executor == 'local' else 'were not submitted'}: "
+             f"{', '.join(failed)}; submitting the grid again resumes them from their last checkpoints"] if failed else [])
+    said += ([f"{len(unknown)} run(s) were not submitted again, their jobs' states unknown: {', '.join(unknown)}; "
+              "submit the grid again once sacct answers, or after cancelling those jobs"] if unknown else [])
+    return Refusal(f"{grid}: {'; '.join(said)} (`caopd-runs {grid} --status` shows the jobs and logs)")
+
+
+def _check_slurm(grid, executor:str, dry_run:bool):
+    "Refuse submitting to SLURM from a machine without it (after every job's plan: a run that cannot fit is said first)."
+    if executor == 'slurm' and not dry_run:
+        from submitit.slurm.slurm import SlurmExecutor
+        if SlurmExecutor.affinity() < 0:  # submitit's own test of a SLURM machine: srun on the PATH
+            raise Refusal(f"{grid}: --executor slurm submits through sbatch and srun, and this machine has no SLURM (no srun "
+                          f"on the PATH): run caopd-runs on the cluster's login node, --dry_run to see the jobs, or "
+                          f"--executor local")
+
 # %% ../nbs/11c_cluster.ipynb #cl009
 def submit_grid(grid, # the grid file, for messages
                 g:dict, # `check_grid(grid)`'s grid
@@ -217,19 +263,8 @@ def submit_grid(grid, # the grid file, for messages
     if executor == 'slurm' and not cluster.get('time'):
         raise Refusal(f"{grid}: SLURM jobs need a time limit: pass --time (e.g. --time 24:00:00) or set slurm: {{time: ...}} "
                       f"in the grid file; a run longer than that is requeued and resumes from its last checkpoint")
-    asks = {}
-    for name, params in g['runs']:  # every job's ask before the first is submitted
-        if train:
-            asks[name] = res = job_resources(name, dict(run_params(params), out=str(folders[name])), cluster)
-            if not res['fits'] and not dry_run: raise Refusal(f"{grid}: run {name!r} would not fit its node: {res['plan']}")
-        else: asks[name] = dict(gpus=0, cpus=cluster.get('cpus_per_gpu', CPUS_PER_GPU), mem_gb=None,
-                                time_min=cluster.get('time'), fits=True, plan=None)  # no plan: no GPU, the cores asked
-    if executor == 'slurm' and not dry_run:
-        from submitit.slurm.slurm import SlurmExecutor
-        if SlurmExecutor.affinity() < 0:  # submitit's own test of a SLURM machine: srun on the PATH
-            raise Refusal(f"{grid}: --executor slurm submits through sbatch and srun, and this machine has no SLURM (no srun "
-                          f"on the PATH): run caopd-runs on the cluster's login node, --dry_run to see the jobs, or "
-                          f"--executor local")
+    asks = _job_asks(grid, g, folders, train, cluster, dry_run)  # every job's ask before the first is submitted
+    _check_slurm(grid, executor, dry_run)
     jobs = read_jobs(root)
     ex = None
     if not dry_run:
@@ -276,24 +311,10 @@ def submit_grid(grid, # the grid file, for messages
                           submitted=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'))
         write_json(root/JOBS_FILE, jobs)  # after each job: ids are never lost to a later failure
         print(f"[submitted] {name}: job {job.job_id}, log {job.paths.stdout}", flush=True)
-        if executor == 'local':
-            job.wait()
-            if job.state == 'INTERRUPTED':  # killed: no result will come (submitit would wait for one)
-                failed.append(name); print(f"[failed] {name}: job {job.job_id} was killed; log {job.paths.stdout}", flush=True)
-                continue
-            try: job.result()
-            except Exception as e:
-                failed.append(name)
-                print(f"[failed] {name}: job {job.job_id}: {str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__}",
-                      flush=True)
+        if executor == 'local' and not _finished_locally(job, name): failed.append(name)
     literal = root/'jobs'/'%j'  # the folder pattern submitit was given, made as a folder of that name: left empty
     if literal.is_dir() and not any(literal.iterdir()): literal.rmdir()
-    if failed or unknown:
-        said = ([f"{len(failed)} run(s) {'did not finish' if executor == 'local' else 'were not submitted'}: "
-                 f"{', '.join(failed)}; submitting the grid again resumes them from their last checkpoints"] if failed else [])
-        said += ([f"{len(unknown)} run(s) were not submitted again, their jobs' states unknown: {', '.join(unknown)}; "
-                  "submit the grid again once sacct answers, or after cancelling those jobs"] if unknown else [])
-        raise Refusal(f"{grid}: {'; '.join(said)} (`caopd-runs {grid} --status` shows the jobs and logs)")
+    if failed or unknown: raise _not_submitted(grid, executor, failed, unknown)
     return list(folders.values())
 
 # %% ../nbs/11c_cluster.ipynb #cl009-1

@@ -289,6 +289,22 @@ def _own_rows(dataset, # rows of the user's: a `datasets.Dataset` or dicts
     check_verifier(verifier, sorted(set.intersection(*(set(r) for r in rows_list))) if rows_list else [], 'evaluate')
     return rows_list, checked_verifier(verifier)
 
+def _checked_call(model, dataset, verifier, domain, split, name) -> bool:
+    "Refuse a call of `evaluate` whose arguments do not go together; whether `model` is a loaded (model, tokenizer) pair."
+    is_pair = isinstance(model, (tuple, list))
+    if not is_pair and not isinstance(model, (str, Path)):  # a loaded model alone: its printout would be its name
+        raise Refusal(f"evaluate: model is a {type(model).__name__} instance; pass it with its tokenizer, "
+                      f"evaluate((model, tokenizer), name='my-model', ...), or pass its folder (model.save_pretrained(folder))")
+    if (dataset is None) != (verifier is None):
+        raise ValueError("evaluate(dataset=..., verifier=...) takes both, rows of your own and the reward function that "
+                         "scores them (the one you train with); leave both out for a domain's split")
+    if dataset is not None and (domain is not None or split is not None):
+        raise ValueError("evaluate: pass either domain and split (this project's rows) or dataset and verifier, not both")
+    if verifier is not None: check_verifier(verifier, None, 'evaluate')  # a function, before any work
+    if is_pair and not name:
+        raise ValueError("evaluate((model, tokenizer), ...) needs name=...: the name to record for this in-memory model")
+    return is_pair
+
 # %% ../nbs/10_evaluation.ipynb #c035-1
 AGREEMENT_FILE = 'agreement.jsonl'  # in an evaluation folder: the samples drawn only for the agreement of samples
 
@@ -326,18 +342,7 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
              **options, # any other field of `EvalArguments` (limit, n_samples, temperature, out, backend, ...), over `args`
             ) -> tuple[list[dict], dict]:
     "Evaluate `model` on a split, or on your `dataset` with your `verifier`: generate, parse, verify, report; returns (records, report). Samples already in `out` are kept."
-    is_pair = isinstance(model, (tuple, list))
-    if not is_pair and not isinstance(model, (str, Path)):  # a loaded model alone: its printout would be its name
-        raise Refusal(f"evaluate: model is a {type(model).__name__} instance; pass it with its tokenizer, "
-                      f"evaluate((model, tokenizer), name='my-model', ...), or pass its folder (model.save_pretrained(folder))")
-    if (dataset is None) != (verifier is None):
-        raise ValueError("evaluate(dataset=..., verifier=...) takes both, rows of your own and the reward function that "
-                         "scores them (the one you train with); leave both out for a domain's split")
-    if dataset is not None and (domain is not None or split is not None):
-        raise ValueError("evaluate: pass either domain and split (this project's rows) or dataset and verifier, not both")
-    if verifier is not None: check_verifier(verifier, None, 'evaluate')  # a function, before any work
-    if is_pair and not name:
-        raise ValueError("evaluate((model, tokenizer), ...) needs name=...: the name to record for this in-memory model")
+    is_pair = _checked_call(model, dataset, verifier, domain, split, name)  # before any work
     a = checked_eval_arguments(args, **{k: v for k, v in dict(domain=domain, split=split).items() if v is not None}, **options,
                        **({} if is_pair else dict(model=str(model))))  # checked (EVALUATE_RULES) before any work
     model_name = name or str(model)

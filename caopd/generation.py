@@ -267,6 +267,36 @@ def _choice_record(choice) -> dict:
         dict(token=a.token, logprob=a.logprob) for a in (t.top_logprobs or [])]) for t in content]
     return rec
 
+# %% ../nbs/09_generation.ipynb #c015-0
+def _in_parallel(work, # work(i) -> the result of item i (an API's requests for prompt i)
+                 count:int, # items 0 .. count - 1
+                 workers:int, # threads
+                 progress:bool, # show a progress bar
+                 on_result=None, # called with (i, its result) as each item is finished
+                ) -> list:
+    "`work(i)` of every item on `workers` threads, in item order; at the first error no new item starts, those in flight finish and are kept (`on_result`), then it is raised."
+    from tqdm.auto import tqdm
+    out, error = [None] * count, None
+    bar = tqdm(total=count, desc='generate', unit='prompt', disable=not progress)
+    ex = ThreadPoolExecutor(max_workers=max(1, workers))
+    try:
+        futures = {ex.submit(work, i): i for i in range(count)}
+        for f in as_completed(futures):
+            if f.cancelled(): continue
+            if f.exception() is not None:
+                if error is None:
+                    error = f.exception()
+                    for g in futures: g.cancel()  # start no new request; those in flight finish and are kept
+                continue
+            i = futures[f]; out[i] = f.result()
+            bar.update(1)
+            if on_result is not None: on_result(i, out[i])
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
+        bar.close()
+    if error is not None: raise error
+    return out
+
 # %% ../nbs/09_generation.ipynb #c015-1
 def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' accepted)
                     prompts:list,  # chat-message lists, one per prompt
@@ -288,7 +318,6 @@ def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' acc
                    ) -> list[list[dict]]:
     "Sample `n` chat completions per prompt from an OpenAI-compatible API; `n` dicts (`completion`, maybe `reasoning_content`) per prompt."
     import openai
-    from tqdm.auto import tqdm
     if n < 1: raise ValueError(f"n={n}: the number of samples per prompt must be at least 1")
     name = model[len(OPENAI_PREFIX):] if model.startswith(OPENAI_PREFIX) else model
     client = openai_client(base_url, api_key, max_retries, timeout)
@@ -335,26 +364,7 @@ def generate_openai(model:str,  # the endpoint's model name ('openai:<name>' acc
                                    "check OPENAI_BASE_URL / base_url and that the server is running") from e
             got += [_choice_record(c) for c in sorted(resp.choices, key=lambda c: c.index)][:k]
         return got
-    out, error = [None] * len(prompts), None
-    bar = tqdm(total=len(prompts), desc='generate', unit='prompt', disable=not progress)
-    ex = ThreadPoolExecutor(max_workers=max(1, workers))
-    try:
-        futures = {ex.submit(sample, i): i for i in range(len(prompts))}
-        for f in as_completed(futures):
-            if f.cancelled(): continue
-            if f.exception() is not None:
-                if error is None:
-                    error = f.exception()
-                    for g in futures: g.cancel()  # start no new request; those in flight finish and are kept
-                continue
-            i = futures[f]; out[i] = f.result()
-            bar.update(1)
-            if on_result is not None: on_result(i, out[i])
-    finally:
-        ex.shutdown(wait=True, cancel_futures=True)
-        bar.close()
-    if error is not None: raise error
-    return out
+    return _in_parallel(sample, len(prompts), workers, progress, on_result)
 
 # %% ../nbs/09_generation.ipynb #c023
 BACKENDS = ('auto', 'transformers', 'vllm', 'openai')

@@ -195,6 +195,87 @@ class MemoryPlan:
 
     def __repr__(self): return f'MemoryPlan({self.summary()})'
 
+# %% ../nbs/10b_memory.ipynb #c021-0
+def _state_bytes(spec:ModelSpec, method:str, n_gpus:int, fsdp:bool, offload:bool, lora_r:int|None, dtype:str,
+                 optimizer:str, teacher_model_kind:str, on_gpu:bool, notes:list) -> tuple:
+    "Bytes per GPU of the training state: (weights, gradients, optimizer states, teacher, all-gather buffers); `notes` gets why."
+    N, s, b, w = spec.n_params, n_gpus if fsdp else 1, 2 if on_gpu else 4, DTYPE_BYTES[dtype]
+    mixed = on_gpu and fsdp  # accelerate's FSDP2 upcasts trainable weights to fp32 under bf16 mixed precision
+    # trainable parameters and their dtype
+    if lora_r:
+        A = lora_params(spec, lora_r)
+        train_w = 4  # PEFT adapters are fp32
+        weights = (N * w + A * train_w) / s
+        trainable = A
+    else:
+        A, train_w = N, (4 if mixed else w)
+        weights = N * train_w / s
+        trainable = N
+    grads = trainable * train_w / s
+    if n_gpus > 1 and not fsdp: grads *= 2; notes.append('DDP: gradients counted twice (bucket copy)')
+    # on CPU the measured peak of fused AdamW is that of the foreach one (see "Checked against a measured peak on CPU")
+    opt = trainable * train_w * OPTIMIZER_BYTES['adamw_foreach' if optimizer == 'adamw' and not on_gpu else optimizer] / s
+    if not lora_r and w == 2 and not mixed:
+        notes.append(f'{dtype} weights without FSDP: AdamW states in {dtype} too (no fp32 master copy)')
+    # teacher
+    teacher = gather = 0.0
+    has_teacher = method in SELF_DISTILLATION
+    if has_teacher and teacher_model_kind != 'live':
+        if lora_r and teacher_model_kind == 'ema': teacher = 2 * A * 4 / s  # a 'teacher' adapter + its EMA shadow
+        elif lora_r: teacher = 0.0  # 'base' + PEFT: the adapter is disabled for the teacher's forward
+        else:
+            teacher = N * w / s
+            if fsdp and n_gpus > 1:
+                gather = N * b  # root-only fully_shard: the teacher's forward gathers all of it at the compute dtype
+    if fsdp and n_gpus > 1:  # the student's per-layer all-gather: current + prefetched layer at compute dtype
+        gather += 2 * spec.layer_params * b
+    if offload and fsdp and n_gpus > 1:  # FSDP2's CPUOffloadPolicy, which TRL's prepare_fsdp gives the teacher too
+        states = (weights + grads + opt + teacher) * s  # every rank's shards, in the node's host RAM
+        weights = grads = opt = teacher = 0.0
+        notes.append(f"FSDP2 CPU offload: {states / GIB:.0f} GiB of sharded weights, gradients, optimizer states and "
+                     f"teacher in the node's host RAM; every micro-batch copies each rank's {N * train_w / s / GIB:.1f} "
+                     f"GiB shard of the weights in for the forward and again for the backward and its gradients out, "
+                     f"and AdamW steps on the CPU (not measured: slower steps, by how much depends on PCIe and the CPUs)")
+    elif offload: notes.append('CPU offload needs FSDP2 over 2 or more GPUs: not counted')
+    return weights, grads, opt, teacher, gather
+
+
+def _activation_bytes(spec:ModelSpec, method:str, micro_batch:int, prompt_len:int, completion_len:int,
+                      gradient_checkpointing:bool, teacher_prompt_len:int|None, b:int, logits_bytes:int|None) -> tuple:
+    "Bytes per GPU of one micro-batch's (activations, stored logits), `b` the compute dtype's bytes."
+    L, h, V, has_teacher = spec.n_layers, spec.hidden_size, spec.vocab_size, method in SELF_DISTILLATION
+    T = prompt_len + completion_len
+    tokens = micro_batch * T
+    per_layer = activation_bytes_per_token(spec, b)
+    if gradient_checkpointing: acts = tokens * (L * b * h + per_layer)
+    else: acts = tokens * L * per_layer
+    acts += tokens * 2 * (4 + b) * h  # embeddings' output and the final norm
+    if has_teacher:
+        t_tokens = micro_batch * ((teacher_prompt_len or prompt_len + completion_len) + completion_len)
+        acts += t_tokens * (per_layer + b * h)  # the teacher's forward: one layer's working set + the residual stream
+    # stored copies (student's, its gradient, the teacher's; GRPO: the student's) + one fp32 log-sum-exp temporary
+    logits = micro_batch * completion_len * V * ((3 if has_teacher else 1) * (logits_bytes or b) + 4)
+    return acts, logits
+
+
+def _vllm_bytes(spec:ModelSpec, K:int, T:int, capacity:float, use_vllm:bool, on_gpu:bool, utilization:float,
+                tensor_parallel_size:int, notes:list) -> float:
+    "Bytes per GPU of a colocated vLLM (its share of the GPU); `notes` says whether it starts and holds K sequences of T tokens."
+    N, L = spec.n_params, spec.n_layers
+    vllm = 0.0
+    if use_vllm and on_gpu:
+        vllm = utilization * capacity * GIB
+        kv_seq = 2 * L * spec.kv_dim * 2 * T  # K and V, bf16, one prompt + response
+        need = N * 2 / tensor_parallel_size + kv_seq + 1 * GIB
+        if vllm < need:
+            notes.append(f'vLLM share {vllm / GIB:.1f} GiB < its bf16 weights + one sequence of KV cache + margin '
+                         f'({need / GIB:.1f} GiB): vLLM cannot start')
+        else:
+            seqs = int((vllm - need + kv_seq) // kv_seq)
+            if seqs < K: notes.append(f'vLLM holds {seqs} sequences of {T} tokens at once (< K = {K}): rollouts in waves')
+    elif use_vllm: notes.append('device cpu: no vLLM')
+    return vllm
+
 # %% ../nbs/10b_memory.ipynb #c021
 def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
                 method:str='caopd-sdft', # a method of `caopd.methods.TRAINABLE`
@@ -233,72 +314,15 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
     if n_gpus < 1 or micro_batch < 1: raise ValueError('n_gpus and micro_batch must be >= 1')
     notes, on_gpu = [], device != 'cpu'
     capacity = capacity_gib or gpu_capacity_gib(device)
-    N, V, L, h = spec.n_params, spec.vocab_size, spec.n_layers, spec.hidden_size
-    s = n_gpus if fsdp else 1  # shards
+    N, V, L = spec.n_params, spec.vocab_size, spec.n_layers
     b = 2 if on_gpu else 4  # compute dtype: bf16 autocast on GPU (TRL's bf16=True), fp32 on CPU
-    w = DTYPE_BYTES[dtype]
-    mixed = on_gpu and fsdp  # accelerate's FSDP2 upcasts trainable weights to fp32 under bf16 mixed precision
-    # trainable parameters and their dtype
-    if lora_r:
-        A = lora_params(spec, lora_r)
-        train_w = 4  # PEFT adapters are fp32
-        weights = (N * w + A * train_w) / s
-        trainable = A
-    else:
-        A, train_w = N, (4 if mixed else w)
-        weights = N * train_w / s
-        trainable = N
-    grads = trainable * train_w / s
-    if n_gpus > 1 and not fsdp: grads *= 2; notes.append('DDP: gradients counted twice (bucket copy)')
-    # on CPU the measured peak of fused AdamW is that of the foreach one (see "Checked against a measured peak on CPU")
-    opt = trainable * train_w * OPTIMIZER_BYTES['adamw_foreach' if optimizer == 'adamw' and not on_gpu else optimizer] / s
-    if not lora_r and w == 2 and not mixed:
-        notes.append(f'{dtype} weights without FSDP: AdamW states in {dtype} too (no fp32 master copy)')
-    # teacher
-    teacher = gather = 0.0
-    has_teacher = method in SELF_DISTILLATION
-    if has_teacher and teacher_model_kind != 'live':
-        if lora_r and teacher_model_kind == 'ema': teacher = 2 * A * 4 / s  # a 'teacher' adapter + its EMA shadow
-        elif lora_r: teacher = 0.0  # 'base' + PEFT: the adapter is disabled for the teacher's forward
-        else:
-            teacher = N * w / s
-            if fsdp and n_gpus > 1:
-                gather = N * b  # root-only fully_shard: the teacher's forward gathers all of it at the compute dtype
-    if fsdp and n_gpus > 1:  # the student's per-layer all-gather: current + prefetched layer at compute dtype
-        gather += 2 * spec.layer_params * b
-    if offload and fsdp and n_gpus > 1:  # FSDP2's CPUOffloadPolicy, which TRL's prepare_fsdp gives the teacher too
-        states = (weights + grads + opt + teacher) * s  # every rank's shards, in the node's host RAM
-        weights = grads = opt = teacher = 0.0
-        notes.append(f"FSDP2 CPU offload: {states / GIB:.0f} GiB of sharded weights, gradients, optimizer states and "
-                     f"teacher in the node's host RAM; every micro-batch copies each rank's {N * train_w / s / GIB:.1f} "
-                     f"GiB shard of the weights in for the forward and again for the backward and its gradients out, "
-                     f"and AdamW steps on the CPU (not measured: slower steps, by how much depends on PCIe and the CPUs)")
-    elif offload: notes.append('CPU offload needs FSDP2 over 2 or more GPUs: not counted')
-    # activations
+    w, has_teacher = DTYPE_BYTES[dtype], method in SELF_DISTILLATION
+    weights, grads, opt, teacher, gather = _state_bytes(spec, method, n_gpus, fsdp, offload, lora_r, dtype, optimizer,
+                                                        teacher_model_kind, on_gpu, notes)
     T = prompt_len + completion_len
-    tokens = micro_batch * T
-    per_layer = activation_bytes_per_token(spec, b)
-    if gradient_checkpointing: acts = tokens * (L * b * h + per_layer)
-    else: acts = tokens * L * per_layer
-    acts += tokens * 2 * (4 + b) * h  # embeddings' output and the final norm
-    if has_teacher:
-        t_tokens = micro_batch * ((teacher_prompt_len or prompt_len + completion_len) + completion_len)
-        acts += t_tokens * (per_layer + b * h)  # the teacher's forward: one layer's working set + the residual stream
-    # stored copies (student's, its gradient, the teacher's; GRPO: the student's) + one fp32 log-sum-exp temporary
-    logits = micro_batch * completion_len * V * ((3 if has_teacher else 1) * (logits_bytes or b) + 4)
-    # vLLM
-    vllm = 0.0
-    if use_vllm and on_gpu:
-        vllm = vllm_gpu_memory_utilization * capacity * GIB
-        kv_seq = 2 * L * spec.kv_dim * 2 * T  # K and V, bf16, one prompt + response
-        need = N * 2 / vllm_tensor_parallel_size + kv_seq + 1 * GIB
-        if vllm < need:
-            notes.append(f'vLLM share {vllm / GIB:.1f} GiB < its bf16 weights + one sequence of KV cache + margin '
-                         f'({need / GIB:.1f} GiB): vLLM cannot start')
-        else:
-            seqs = int((vllm - need + kv_seq) // kv_seq)
-            if seqs < K: notes.append(f'vLLM holds {seqs} sequences of {T} tokens at once (< K = {K}): rollouts in waves')
-    elif use_vllm: notes.append('device cpu: no vLLM')
+    acts, logits = _activation_bytes(spec, method, micro_batch, prompt_len, completion_len, gradient_checkpointing,
+                                     teacher_prompt_len, b, logits_bytes)
+    vllm = _vllm_bytes(spec, K, T, capacity, use_vllm, on_gpu, vllm_gpu_memory_utilization, vllm_tensor_parallel_size, notes)
     # rollouts generated by transformers on the GPU: every sequence's KV cache (prompt + response) at once, and the
     # last position's fp32 logits; generation and the backward pass do not overlap, but both are counted (an upper bound)
     generation = 0.0
