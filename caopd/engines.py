@@ -25,7 +25,7 @@ class Engine:
     "One backend of `evaluate`: the model once loaded, and how it generates, reads and is recorded (see the subclasses)."
     name = ''
     def __init__(self, model, # a model name, folder or 'openai:<name>', or a loaded (model, tokenizer) pair
-                 a:EvalArguments, # the evaluation's checked arguments
+                 a:EvalArguments, # the evaluation's checked arguments (`caopd.evaluation.EvalArguments`)
                  api_key:str|None=None, # openai: the key (default: $OPENAI_API_KEY); never recorded
                 ):
         self.model, self.a, self.api_key = model, a, api_key
@@ -38,6 +38,20 @@ class Engine:
         from caopd.guards import check_finite_weights, guard_attention
         if not self.pair: check_finite_weights(self.model)  # a checkpoint whose weights are not finite
         self.attention = guard_attention()  # no cuDNN SDPA where it returns NaN (caopd.guards), as in training
+    def generate(self, prompts:list, # every row's prompt (chat messages)
+                 samples:list, # the (prompt index, sample index) pairs to generate, prompt by prompt
+                 record, # record(k, j, sample) -> the scored record of sample j of prompt k
+                 keep, # keep(records): called with each finished group of records, which it writes at once
+                 domain:str|None, # the verifier's domain (None: rows of your own), for the likelihood
+                 progress:bool): # show a progress bar
+        "Generate `samples`, score each (`record`) with what this engine reads besides the answer, and `keep` them."
+        raise NotImplementedError(f'{type(self).__name__} does not generate: use an engine of ENGINES')
+    def read_expected(self, records:list, progress:bool):
+        "The readout of every record without one (in place): those an earlier, interrupted run kept."
+        raise NotImplementedError(f'{type(self).__name__} does not read: use an engine of ENGINES')
+    def sample(self, prompts:list, n:int, seed:int, progress:bool) -> tuple[list, list]:
+        "`n` more samples of every prompt (the agreement of samples): their texts and token counts, per prompt."
+        raise NotImplementedError(f'{type(self).__name__} does not sample: use an engine of ENGINES')
     def settings(self) -> dict:
         "What the run's settings record of this engine beside the evaluation's sampling (written before any work)."
         return {}
