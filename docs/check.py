@@ -23,6 +23,8 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from caopd.figures import SITE_WIDTH  # px: the article's column in a WIDTH px window; a wider image is scaled to it
+
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = 'chromium'  # Debian's package (.ci/run installs it); Playwright drives it, no browser download
 WIDTH, HEIGHT = 1280, 900  # a laptop's window: the width the overflow check holds the pages to
@@ -146,7 +148,6 @@ def text_problems(site:Path) -> list[str]:
     return problems
 
 
-SITE_WIDTH = 960  # px: the article's column in a WIDTH px window; an image wider is shown scaled down to it (caopd.figures')
 MIN_TEXT_PX = 10  # the smallest text a figure may show, in px of the screen
 IMAGE = re.compile(r'!\[[^\]]*\]\(([^)\s]+\.png)\)')
 
