@@ -19,7 +19,7 @@ from .metrics import auroc, expected_calibration_error, skill_report
 from .paradigms import PARADIGMS, add_agreement, metric_text, paradigm_report, paradigm_scores
 from .figures import SITE_WIDTH
 from .seeds import seed_records, seed_runs
-from .tables import START_NAME
+from .tables import group_name
 
 # %% auto #0
 __all__ = ['SEED_VALUES', 'SEED_SCORE_METRICS', 'ANSWER_TARGETS', 'score_paradigms', 'same_answers', 'score_main',
@@ -252,7 +252,7 @@ def paradigm_markdown_table(table:pd.DataFrame, # `paradigm_table(...)[0]`
     rows = []
     for _, r in table.iterrows():
         cost = f"{r.extra_samples:g} / " + ('n/a' if r.extra_tokens is None or pd.isna(r.extra_tokens) else f'{r.extra_tokens:.0f}')
-        rows.append([START_NAME if r.method == 'start' else r.method, PARADIGMS[r.paradigm].label, r.access,
+        rows.append([group_name(r.method), PARADIGMS[r.paradigm].label, r.access,
                      f'{r.scored}/{r.n}', metric_text(r, 'auroc'),
                      seed_text(r, 'auroc'), metric_text(r, 'level_auroc'), metric_text(r, 'ece'), seed_text(r, 'ece'),
                      seed_text(r, 'brier_skill'), metric_text(r, 'ece_fit'), cost])
@@ -282,7 +282,7 @@ def paradigm_figure(table:pd.DataFrame, # `paradigm_table(...)[0]`
     for method, t in table.groupby('method', sort=False):
         t = t.set_index('paradigm').reindex(present).dropna(subset=['auroc'])
         fig.add_trace(go.Scatter(x=[names[k] for k in t.index], y=t.auroc, mode='markers',
-                                 name=START_NAME if method == 'start' else method,
+                                 name=group_name(method),
                                  error_y=dict(type='data', symmetric=False, array=t.auroc_hi - t.auroc, arrayminus=t.auroc - t.auroc_lo)))
     fig.add_hline(y=0.5, line_dash='dot', annotation_text='chance')
     fig.update_layout(title=dict(text=title, font=dict(size=15)), yaxis_title='AUROC (95% interval, seeds and questions)',

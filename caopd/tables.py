@@ -16,8 +16,8 @@ from .methods import METHODS
 
 # %% auto #0
 __all__ = ['ENTITY_COLUMNS', 'METRIC_TITLES', 'METHOD_NAMES', 'START_NAME', 'METHOD_COLORS', 'SETTING_COLORS', 'SOURCE_SYMBOLS',
-           'PALETTE', 'ACCURACY_KEYS', 'paper_dir', 'paper_table', 'method_color', 'check_long', 'wide_table',
-           'entity_names', 'name_detail', 'model_size', 'log_metric']
+           'PALETTE', 'ACCURACY_KEYS', 'paper_dir', 'paper_table', 'group_name', 'method_color', 'check_long',
+           'wide_table', 'entity_names', 'name_detail', 'model_size', 'log_metric']
 
 # %% ../nbs/09b_tables.ipynb #c006
 def paper_dir() -> Path:
@@ -49,6 +49,10 @@ METRIC_TITLES = {'accuracy': 'Accuracy', 'ece': 'ECE', 'brier': 'Brier score (BS
 
 METHOD_NAMES = {k: m.name for k, m in METHODS.items()}  # views of caopd.methods.METHODS
 START_NAME = 'start (before training)'  # the model before training (after its format warm-up), in every table and figure
+
+def group_name(group:str) -> str:
+    "How tables and figures name a group of runs: the start's `START_NAME`, any other group as it is."
+    return START_NAME if group == 'start' else group
 METHOD_COLORS = {k: m.color for k, m in METHODS.items()}
 
 SETTING_COLORS = {'Proprietary': '#4e79a7', 'Open-weight': '#9c755f'}  # Table 10's model types

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from caopd.tables import START_NAME as START  # the row of a run's start, in every table and figure
+from caopd.tables import START_NAME as START, group_name  # the row of a run's start, in every table and figure
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT/'tests'/'benchmarks'
@@ -73,7 +73,6 @@ def _levels() -> pd.DataFrame:
     return pd.read_csv(ARITHMETIC/'levels.csv', dtype={'seed': str})
 
 
-def _label(method:str) -> str: return START if method == 'start' else method
 
 
 def _row(table:pd.DataFrame, **where) -> pd.Series:
@@ -91,7 +90,7 @@ def laptop_pooled() -> str:
     header = [f'integer addition, {n // k} test questions x {k} seeds', 'accuracy', 'mean confidence', 'ECE', 'AUROC',
               'SPR', 'AURC']
     keys = ['accuracy', 'mean_confidence', 'ece', 'auroc', 'spr', 'aurc']
-    return _table(header, [[_label(m), *(ci(_row(seeds, method=m, seed='all'), key) for key in keys)]
+    return _table(header, [[group_name(m), *(ci(_row(seeds, method=m, seed='all'), key) for key in keys)]
                            for m in LAPTOP_METHODS])
 
 
@@ -99,7 +98,7 @@ def laptop_per_seed() -> str:
     "Each method's AUROC (accuracy) seed by seed."
     seeds = _seeds()
     each = sorted(s for s in seeds.seed.unique() if s != 'all')
-    rows = [[_label(m), *(f"{r['auroc']:.2f} ({r['accuracy']:.2f})" for r in (_row(seeds, method=m, seed=s) for s in each))]
+    rows = [[group_name(m), *(f"{r['auroc']:.2f} ({r['accuracy']:.2f})" for r in (_row(seeds, method=m, seed=s) for s in each))]
             for m in LAPTOP_METHODS]
     return _table(['per seed: AUROC (accuracy)', *(f'seed {s}' for s in each)], rows)
 
@@ -385,7 +384,7 @@ def readout(folder:str='gpu-readout') -> str:
     names = {'auroc': 'AUROC', 'ece': 'ECE', 'brier': 'Brier'}
     keep = [f'{m} {r}' for m in names for r in ('stated', 'expected')]
     return _table(['method', 'n', *(f'{names[k.split()[0]]} {k.split()[1]}' for k in keep)],
-                  [[_label(m), n, *row] for m, n, *row in t[['method', 'n', *keep]].astype(str).values.tolist()])
+                  [[group_name(m), n, *row] for m, n, *row in t[['method', 'n', *keep]].astype(str).values.tolist()])
 
 
 def readout_checks(folder:str='gpu-readout') -> str:
@@ -442,7 +441,7 @@ def per_seed(folder:str) -> str:
     for readout in ('stated', 'expected'):
         for m in HEADLINE[folder]:
             r = _row(t, method=m, readout=readout)
-            label = _label(m)
+            label = group_name(m)
             rows.append([label, readout + (' (ours)' if readout == 'expected' else ''), str(r['seeds']),
                          *(ci(r, f'{k} {how}') for k in ('auroc', 'ece', 'brier_skill') for how in ('per seed', 'pooled'))])
     return _table(['method', 'confidence', 'seeds', 'AUROC per seed', 'AUROC pooled', 'ECE per seed', 'ECE pooled',
@@ -515,7 +514,7 @@ def headline(folder:str) -> str:
         st, ex = _row(each, method=m, readout='stated'), _row(each, method=m, readout='expected')
         k = (seeds[seeds.method == m].seed != 'all').sum()
         if r['n'] != s['n']: raise ValueError(f'{folder}: {m} pools {r["n"]} answers in readout.csv, {s["n"]} in seeds.csv')
-        label = _label(m)  # on the GPU: 'start of CaOPD (SDFT)', its own seeds
+        label = group_name(m)  # on the GPU: 'start of CaOPD (SDFT)', its own seeds
         rows.append([label, f"{k} x {s['n'] // k}", ci(s, 'accuracy'), r['auroc stated'], r['auroc expected'],
                      f"{r['ece stated']}; seeds {span(st, 'ece')}", f"{r['ece expected']}; seeds {span(ex, 'ece')}",
                      f"{ci(ex, 'brier_skill pooled')}; seeds {span(ex, 'brier_skill')}"])
@@ -609,7 +608,7 @@ def paradigms(folder:str, # a folder of `figures/paradigms` (`python -m caopd.pa
     rows = []
     for r in saved['rows']:
         tokens = 'n/a' if r['extra_tokens'] is None else f"{r['extra_tokens']:.0f}"
-        rows.append([_label(r['method']), PARADIGMS[r['paradigm']].label,
+        rows.append([group_name(r['method']), PARADIGMS[r['paradigm']].label,
                      r.get('access') or PARADIGMS[r['paradigm']].access, ci(r, 'auroc'), _seeds_text(r, 'auroc'),
                      ci(r, 'level_auroc'), ci(r, 'ece'), _seeds_text(r, 'ece'), _seeds_text(r, 'brier_skill'),
                      ci(r, 'ece_fit'), f"{r['extra_samples']:g} / {tokens}"])
