@@ -39,12 +39,12 @@ class Engine:
         if not self.pair: check_finite_weights(self.model)  # a checkpoint whose weights are not finite
         self.attention = guard_attention()  # no cuDNN SDPA where it returns NaN (caopd.guards), as in training
     def generate(self, prompts:list, # every row's prompt (chat messages)
-                 samples:list, # the (prompt index, sample index) pairs to generate, prompt by prompt
+                 missing:dict, # {prompt index: the sample indices to generate}, in prompt order
                  record, # record(k, j, sample) -> the scored record of sample j of prompt k
                  keep, # keep(records): called with each finished group of records, which it writes at once
                  domain:str|None, # the verifier's domain (None: rows of your own), for the likelihood
                  progress:bool): # show a progress bar
-        "Generate `samples`, score each (`record`) with what this engine reads besides the answer, and `keep` them."
+        "Generate the `missing` samples, score each (`record`) with what this engine reads besides the answer, and `keep` them."
         raise NotImplementedError(f'{type(self).__name__} does not generate: use an engine of ENGINES')
     def read_expected(self, records:list, progress:bool):
         "The readout of every record without one (in place): those an earlier, interrupted run kept."
@@ -52,6 +52,17 @@ class Engine:
     def sample(self, prompts:list, n:int, seed:int, progress:bool) -> tuple[list, list]:
         "`n` more samples of every prompt (the agreement of samples): their texts and token counts, per prompt."
         raise NotImplementedError(f'{type(self).__name__} does not sample: use an engine of ENGINES')
+    def tokenizer(self):
+        "The model's tokenizer (its model or engine loaded once)."
+        raise NotImplementedError(f'{type(self).__name__} has no tokenizer here: use an engine of ENGINES')
+    def template_kwargs(self) -> dict:
+        "The chat template's keyword arguments for this model (`caopd.models.chat_template_kwargs`: Qwen3's thinking off)."
+        from caopd.models import chat_template_kwargs
+        return chat_template_kwargs(self.tokenizer().name_or_path if self.pair else str(self.model), self.tokenizer())
+    def texts(self, records:list) -> list[str]:
+        "Each record's prompt as the model reads it (its chat template)."
+        tok, kw = self.tokenizer(), self.template_kwargs()
+        return [tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw) for r in records]
     def settings(self) -> dict:
         "What the run's settings record of this engine beside the evaluation's sampling (written before any work)."
         return {}
@@ -81,15 +92,9 @@ class TransformersEngine(Engine):
             from caopd.models import load_model
             self.lm, self.tok = self.model if self.pair else load_model(self.model, dtype=self.dtype)
         return self.lm, self.tok
-    def template_kwargs(self) -> dict:
-        from caopd.models import chat_template_kwargs
-        return chat_template_kwargs(self.tok.name_or_path if self.pair else str(self.model), self.tok)
-    def texts(self, records:list) -> list[str]:
-        "Each record's prompt as the model reads it (its chat template)."
-        kw = self.template_kwargs()
-        return [self.tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw) for r in records]
-    def generate(self, prompts:list, samples:list, record, keep, domain:str|None, progress:bool):
-        "The `(prompt, sample)` pairs of `samples`, in batches: each batch scored (`record`), read and kept (`keep`) as it ends."
+    def tokenizer(self): return self.loaded()[1]
+    def generate(self, prompts:list, missing:dict, record, keep, domain:str|None, progress:bool):
+        "The `missing` samples in batches: each batch scored (`record`), read and kept (`keep`) as it ends."
         a, (lm, tok) = self.a, self.loaded()
         def scored(got, continued):  # as each batch ends: each answer's likelihood, and the readout from the cache
             recs = [record(i, j, c) for i, j, c in got]
@@ -104,7 +109,7 @@ class TransformersEngine(Engine):
             keep(recs)
         generate(lm, tok, prompts, n=a.n_samples, temperature=a.temperature, top_p=a.top_p, max_new_tokens=a.max_new_tokens,
                  batch_size=a.batch_size, chat_template_kwargs=self.template_kwargs(), seed=a.seed, progress=progress,
-                 samples=samples, on_batch=scored, with_cache=True)
+                 samples=[(k, j) for k, js in missing.items() for j in js], on_batch=scored, with_cache=True)
     def read_expected(self, records:list, progress:bool):
         "The readout of records kept from an earlier run (in place): one padded pass over a batch's prefixes, then their trees."
         need, size = [r for r in records if EXPECTED not in r], self.a.batch_size
@@ -149,19 +154,15 @@ class VLLMEngine(Engine):
         if self.llm is None:
             self.llm = vllm_engine(str(self.model), self.a.seed, self.a.tensor_parallel_size, self.a.max_model_len)
         return self.llm
-    def template_kwargs(self) -> dict:
-        from caopd.models import chat_template_kwargs
-        return chat_template_kwargs(str(self.model), self.engine().get_tokenizer())
+    def tokenizer(self): return self.engine().get_tokenizer()
     def _generate(self, prompts:list, n:int, seed:int, progress:bool) -> list:
         a = self.a
         return generate_vllm(self.engine(), prompts, n=n, temperature=a.temperature, top_p=a.top_p, seed=seed,
                              max_new_tokens=a.max_new_tokens, progress=progress, token_logprobs=True,
                              chat_template_kwargs=self.template_kwargs())
-    def generate(self, prompts:list, samples:list, record, keep, domain:str|None, progress:bool):
-        "Every prompt of `samples` at once; each prompt's missing samples scored (`record`) and kept (`keep`)."
-        todo = list(dict.fromkeys(k for k, _ in samples))
-        missing = {k: [j for i, j in samples if i == k] for k in todo}
-        tok = self.engine().get_tokenizer()
+    def generate(self, prompts:list, missing:dict, record, keep, domain:str|None, progress:bool):
+        "Every prompt of `missing` at once; each prompt's missing samples scored (`record`) and kept (`keep`)."
+        todo, tok = list(missing), self.tokenizer()
         for k, got in zip(todo, self._generate([prompts[k] for k in todo], self.a.n_samples, self.a.seed, progress)):
             recs = []
             for j in missing[k]:
@@ -176,10 +177,8 @@ class VLLMEngine(Engine):
         if not need: return
         from tqdm.auto import tqdm
         from caopd.readout import completion_readout, vllm_next_probs
-        llm, kw = self.engine(), self.template_kwargs()
-        tok = llm.get_tokenizer()
-        texts = [tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw) for r in need]
-        for r, text in tqdm(list(zip(need, texts)), desc='readout', unit='sample', disable=not progress):
+        llm, tok = self.engine(), self.tokenizer()
+        for r, text in tqdm(list(zip(need, self.texts(need))), desc='readout', unit='sample', disable=not progress):
             r.update(readout_fields(completion_readout(lambda ids: vllm_next_probs(llm, ids), tok, text, r['completion'],
                                                        self.a.readout_decimals)))
     def sample(self, prompts:list, n:int, seed:int, progress:bool) -> tuple[list, list]:
@@ -199,11 +198,9 @@ class OpenAIEngine(Engine):
         return generate_openai(str(self.model), prompts, n=n, temperature=a.temperature, top_p=a.top_p, seed=seed,
                                max_new_tokens=a.max_new_tokens, base_url=a.base_url, api_key=self.api_key,
                                workers=a.workers, max_retries=a.max_retries, timeout=a.timeout, progress=progress, **kw)
-    def generate(self, prompts:list, samples:list, record, keep, domain:str|None, progress:bool):
-        "Each prompt of `samples` as its own requests, in parallel; its missing samples scored and kept as its answers come."
-        a = self.a
-        todo = list(dict.fromkeys(k for k, _ in samples))
-        missing = {k: [j for i, j in samples if i == k] for k in todo}
+    def generate(self, prompts:list, missing:dict, record, keep, domain:str|None, progress:bool):
+        "Each prompt of `missing` as its own requests, in parallel; its missing samples scored and kept as its answers come."
+        a, todo = self.a, list(missing)
         def answered(t, got):
             k, recs = todo[t], []
             for j in missing[k]:

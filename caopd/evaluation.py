@@ -372,7 +372,7 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
     pos = {r['id']: k for k, r in enumerate(rows_list)}
     done = {(r['id'], r['sample']) for r in kept}
     missing = {k: [j for j in range(a.n_samples) if (r['id'], j) not in done] for k, r in enumerate(rows_list)}
-    todo = [k for k, js in missing.items() if js]
+    missing = {k: js for k, js in missing.items() if js}  # the prompts with a sample still to generate, in order
     if kept and progress: _log.info(f"resuming {a.out}: {len(done)} of {len(rows_list) * a.n_samples} samples already there")
     new = []
     def keep(recs):  # every finished sample goes to disk at once
@@ -381,7 +381,7 @@ def evaluate(model='smollm2-135m-instruct', # model name, HF id, local folder, '
     record = lambda k, j, sample: score_completion(rows_list[k], j, sample, domain_name, verifier)
     t0 = time.time()
     try:
-        if todo: engine.generate(prompts, [(k, j) for k in todo for j in missing[k]], record, keep, domain_name, progress)
+        if missing: engine.generate(prompts, missing, record, keep, domain_name, progress)
     except BaseException as e:
         if a.out is not None and hasattr(e, 'add_note'):
             e.add_note(f"caopd.evaluate: {len(done) + len(new)} of {len(rows_list) * a.n_samples} samples are kept in "

@@ -20,7 +20,7 @@ from .methods import TRAINABLE  # the methods a training run can make
 from .io import read_jsonl
 from .evaluation import records_report
 from .metrics import REPORT_KEYS, SELECTIVE_METRICS, calibration_report, interval_text
-from .runfolder import RunFolder, load_run
+from .runfolder import RunFolder, load_run, other_domain
 from .grid import papermill_command
 from .runs import runs_table
 
@@ -149,20 +149,20 @@ def missing_run_commands(missing:pd.DataFrame, # rows with domain (the test doma
                          **params, # more notebook parameters for every run, e.g. model='Qwen3-8B', preset='paper'
                         ) -> list:
     "papermill commands (and '# ...' notes) that make the runs behind the rows of `missing`."
-    other = dict(zip(PAPER_DOMAINS, reversed(PAPER_DOMAINS)))  # the paper's OOD pairs (caopd.runfolder.other_domain)
     out = []
     for r in missing.to_dict('records'):
         d, m, s = r.get('domain', ''), r.get('method', ''), str(r.get('setting', '') or '')
         if m == 'base': continue
         if (m, s) == ('caopd-sdft', 'TA-SC'): m, s = 'caopd-sdft-tasc', ''  # Table 4: CaOPD with the TA-SC target
-        if m not in TRAINABLE or s not in (*_ID_SETTINGS, 'OOD', 'CT') or d not in other:
+        if m not in TRAINABLE or s not in (*_ID_SETTINGS, 'OOD', 'CT') or d not in PAPER_DOMAINS:
             out.append(f"# {m} ({s or 'ID'}) on {d or '?'}: no training run of caopd makes this (methods: "
                        f"{', '.join(TRAINABLE)}; settings: ID, OOD, CT)"); continue
         pre = f"{root}/{re.sub(r'[^a-z0-9.]+', '-', str(params['model']).lower())}-" if params.get('model') else f'{root}/'
-        ood = dict(out=f'{pre}ood-{other[d]}-to-{d}-{m}', domain=other[d], eval_domain=d, method=m)
+        o = other_domain(d)  # the paper's OOD pair: trained on o, tested on d
+        ood = dict(out=f'{pre}ood-{o}-to-{d}-{m}', domain=o, eval_domain=d, method=m)
         if s in _ID_SETTINGS: runs = [dict(out=f'{pre}{d}-{m}', domain=d, method=m)]
         elif s == 'OOD': runs = [ood]
-        else: runs = [ood, dict(out=f'{pre}ct-{other[d]}-{d}-{m}', domain=d, method=m, init_from=ood['out'])]
+        else: runs = [ood, dict(out=f'{pre}ct-{o}-{d}-{m}', domain=d, method=m, init_from=ood['out'])]
         for run in runs: out.append(papermill_command(notebook, **run, **params))
     return list(dict.fromkeys(out))
 

@@ -381,10 +381,11 @@ def graded_start() -> str:
 def readout(folder:str='gpu-readout') -> str:
     "Both readouts, pooled over seeds (`figures/<folder>/readout.csv`, which tests/test_seeds.py remakes from its runs)."
     t = pd.read_csv(ROOT/'figures'/folder/'readout.csv')
-    names = {'auroc': 'AUROC', 'ece': 'ECE', 'brier': 'Brier'}
-    keep = [f'{m} {r}' for m in names for r in ('stated', 'expected')]
-    return _table(['method', 'n', *(f'{names[k.split()[0]]} {k.split()[1]}' for k in keep)],
-                  [[group_name(m), n, *row] for m, n, *row in t[['method', 'n', *keep]].astype(str).values.tolist()])
+    names = {'auroc': 'AUROC', 'ece': 'ECE', 'brier': 'Brier'}  # the CSV's columns, as the other tables name them
+    cols = [(m, r) for m in names for r in ('stated', 'expected')]
+    return _table(['method', 'n', *(f'{names[m]} {r}' for m, r in cols)],
+                  [[group_name(row['method']), row['n'], *(row[f'{m} {r}'] for m, r in cols)]
+                   for row in t.astype(str).to_dict('records')])
 
 
 def readout_checks(folder:str='gpu-readout') -> str:
