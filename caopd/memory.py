@@ -197,9 +197,9 @@ class MemoryPlan:
 
 # %% ../nbs/10b_memory.ipynb #c021-0
 def _state_bytes(spec:ModelSpec, method:str, n_gpus:int, fsdp:bool, offload:bool, lora_r:int|None, dtype:str,
-                 optimizer:str, teacher_model_kind:str, on_gpu:bool, notes:list) -> tuple:
+                 optimizer:str, teacher_model_kind:str, on_gpu:bool, b:int, notes:list) -> tuple:
     "Bytes per GPU of the training state: (weights, gradients, optimizer states, teacher, all-gather buffers); `notes` gets why."
-    N, s, b, w = spec.n_params, n_gpus if fsdp else 1, 2 if on_gpu else 4, DTYPE_BYTES[dtype]
+    N, s, w = spec.n_params, n_gpus if fsdp else 1, DTYPE_BYTES[dtype]
     mixed = on_gpu and fsdp  # accelerate's FSDP2 upcasts trainable weights to fp32 under bf16 mixed precision
     # trainable parameters and their dtype
     if lora_r:
@@ -318,7 +318,7 @@ def memory_plan(spec:ModelSpec, # the model (`model_spec(name)`)
     b = 2 if on_gpu else 4  # compute dtype: bf16 autocast on GPU (TRL's bf16=True), fp32 on CPU
     w, has_teacher = DTYPE_BYTES[dtype], method in SELF_DISTILLATION
     weights, grads, opt, teacher, gather = _state_bytes(spec, method, n_gpus, fsdp, offload, lora_r, dtype, optimizer,
-                                                        teacher_model_kind, on_gpu, notes)
+                                                        teacher_model_kind, on_gpu, b, notes)
     T = prompt_len + completion_len
     acts, logits = _activation_bytes(spec, method, micro_batch, prompt_len, completion_len, gradient_checkpointing,
                                      teacher_prompt_len, b, logits_bytes)
