@@ -177,14 +177,16 @@ def figure_text_problems(root:Path=ROOT) -> list[str]:
     problems = []
     for md in [root/'README.md', *sorted((root/'docs').rglob('*.md'))]:
         for ref in IMAGE.findall(md.read_text(errors='replace')):
-            spec = (md.parent/unquote(ref)).with_suffix('.json')
+            png = md.parent/unquote(ref)
+            spec = png.with_suffix('.json')
             if not spec.is_file(): continue  # a screenshot, not a figure
             fig = json.loads(spec.read_text())
             size = ((fig.get('layout') or {}).get('width') or 700, (fig.get('layout') or {}).get('height') or 500)
-            png = (md.parent/unquote(ref)).read_bytes()[16:24]  # a PNG's width and height, after its signature
-            if len(png) == 8 and struct.unpack('>II', png) != size:  # (plotly's defaults where the layout has none)
-                problems.append(f'{md.relative_to(root)}: {ref} is {"x".join(map(str, struct.unpack(">II", png)))} px, '
-                                f'its figure {size[0]}x{size[1]}: drawn at another size than its layout says')
+            head = png.read_bytes()[16:24]  # a PNG's width and height, after its signature
+            drawn = struct.unpack('>II', head) if len(head) == 8 else size
+            if drawn != size:  # (plotly's defaults where the layout has none)
+                problems.append(f'{md.relative_to(root)}: {ref} is {drawn[0]}x{drawn[1]} px, its figure {size[0]}x{size[1]}: '
+                                'drawn at another size than its layout says')
             scale = min(1.0, SITE_WIDTH / size[0])
             what, px = min(_text_sizes(fig).items(), key=lambda kv: kv[1])
             if px * scale < MIN_TEXT_PX:
