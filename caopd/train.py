@@ -4,7 +4,7 @@
 
 # %% ../nbs/13_train.ipynb #c002
 from __future__ import annotations
-import dataclasses, logging, os, shlex, sys, time
+import contextlib, dataclasses, logging, os, shlex, sys, time
 from pathlib import Path
 
 from .cli import Refusal, refusals
@@ -113,6 +113,7 @@ def _fit(settings:RunSettings, folder:RunFolder, train_rows, t0:float) -> RunFol
     "Build the method's trainer from `settings` and train it into `folder` (resumed from its last checkpoint), then save."
     # TRL, peft and the trainer are imported only by a run that trains: a refusal or a plan answers without them (seconds)
     from caopd.baselines import build_trainer
+    from caopd.generation import fast_generation
     from caopd.guards import NonFiniteGuard
     from caopd.trainer import StepTimer
     if settings.resume and folder.training.is_file():  # rerunning a finished run trains nothing
@@ -130,7 +131,9 @@ def _fit(settings:RunSettings, folder:RunFolder, train_rows, t0:float) -> RunFol
                             callbacks=[StepTimer(), guard, log, StopWhenTrained()], **trl_config_fields(settings, folder))
     log.trainer = trainer
     guard.attach(trainer)
-    try: trainer.train(resume_from_checkpoint=last)
+    on_cpu = trainer.accelerator.device.type == 'cpu'  # rollouts by transformers' generate: prefix once, NucleusSampler
+    try:
+        with fast_generation(trainer.model) if on_cpu else contextlib.nullcontext(): trainer.train(resume_from_checkpoint=last)
     except TrainingDone: pass  # killed after its last checkpoint, before the model was saved: the weights are loaded
     save_trained(trainer, folder, settings)
     if trainer.accelerator.is_main_process:

@@ -1,13 +1,16 @@
 """How far from this machine's limit the laptop path runs: the CPU's own fp32 matrix-product throughput at the torch
 thread count the runs use (the ceiling), then the README main job's evaluation (its generation and its readout) and one
 of its CaOPD (SDFT) training steps, each with its seconds, tokens, model FLOPs and the fraction of the ceiling. The
-evaluation runs twice, in one run: each batch's prompts whole (the code before issue 64), then with their shared prefix
-computed once (`caopd.generation.shared_prefix_cache`); their answers are compared with each other and with the committed
-run of the same settings, word for word.
+evaluation runs three times, in one run: each batch's prompts whole with transformers' sampling and cache (the code before
+issue 64), then with their shared prefix computed once (`caopd.generation.shared_prefix_cache`), then also drawing with
+`caopd.generation.NucleusSampler` into a `growing_cache` (today's code); their answers are compared with each other and
+with the committed run of the same settings, word for word. The training step runs twice from the same seed: with
+transformers' own `generate` for the rollouts, and within `caopd.generation.fast_generation` (as `caopd.train` trains on
+CPU); their rollouts are compared token for token.
 
     .ci/env python tests/benchmarks/limit.py > tests/benchmarks/limit.txt
 
-Run from the repository root on a quiet machine (about 6 minutes on 2 cores: the cpu preset's format warm-up first, as
+Run from the repository root on a quiet machine (about 9 minutes on 2 cores: the cpu preset's format warm-up first, as
 the main job starts from it, then the measured parts). A script, not a test: it prints seconds and ratios of one run.
 
 How the FLOPs are counted, from the modules that run (global forward hooks, so the EMA teacher's passes count too):
@@ -30,6 +33,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_trainer: the m
 
 import torch
 
+# the evaluation's ways, each the caopd.generation switches it runs with: the code before issue 64, then its steps
+WAYS = {', prompts whole': dict(PREFIX_CACHE=False, SAMPLER=False, GROWING_CACHE=False),
+        ', shared prefix once': dict(PREFIX_CACHE=True, SAMPLER=False, GROWING_CACHE=False),
+        ', shared prefix, NucleusSampler, growing cache': dict(PREFIX_CACHE=True, SAMPLER=True, GROWING_CACHE=True)}
+NOW = list(WAYS)[-1]  # today's code
+TRAINING_WAYS = (', transformers\' generate', ', fast_generation')  # the rollouts of the training step
 COUNTED = {}  # phase -> dict(flops=forward FLOPs + (forward + backward) of passes with gradients, tokens=the model's tokens)
 PHASE = [None]  # the phase the hooks count into (None: not counted)
 
@@ -126,52 +135,55 @@ def main():
             finally: seconds['readout'] += time.perf_counter() - t; PHASE[0] = outer
         caopd.readout.transformers_readouts = timed  # evaluate imports it where it reads, so it finds this one
 
-        # the evaluation of the start, as the main job's pipeline calls it: each batch's prompts whole (before issue 64),
-        # then with their shared prefix computed once (caopd.generation.PREFIX_CACHE)
+        # the evaluation of the start, as the main job's pipeline calls it, in each way of WAYS
         args = dataclasses.replace(run_eval_arguments(settings, start, f'{tmp}/eval'), backend='transformers')
         records = {}
-        for prefix in (False, True):
-            caopd.generation.PREFIX_CACHE = prefix
-            name = 'generation' + (', shared prefix once' if prefix else ', prompts whole')
+        for way, switches in WAYS.items():
+            for switch, on in switches.items(): setattr(caopd.generation, switch, on)
             seconds['readout'] = 0.0
-            PHASE[0], t0 = name, time.perf_counter()
-            records[prefix], _ = evaluate(start, args=dataclasses.replace(args, out=f'{tmp}/eval-{prefix}'), progress=False)
-            seconds[name] = time.perf_counter() - t0 - seconds['readout']
-            seconds['readout' + (', shared prefix once' if prefix else ', prompts whole')] = seconds['readout']
+            PHASE[0], t0 = 'generation' + way, time.perf_counter()
+            records[way], _ = evaluate(start, args=dataclasses.replace(args, out=f'{tmp}/eval-{len(records)}'), progress=False)
+            seconds['generation' + way] = time.perf_counter() - t0 - seconds['readout']
+            seconds['readout' + way] = seconds['readout']
             PHASE[0] = None
-        caopd.generation.PREFIX_CACHE = True
+        for switch, on in WAYS[NOW].items(): setattr(caopd.generation, switch, on)
         caopd.readout.transformers_readouts = real
 
         # one step of CaOPD (SDFT) as the main job trains: its prompts per step, K and rollout length (the second step,
         # the first's one-time costs aside)
         class Steps(TrainerCallback):
+            def __init__(self, way): self.way = way
             def on_step_begin(self, args, state, control, **k):
-                self.t, PHASE[0] = time.perf_counter(), f'step {state.global_step + 1}'
+                self.t, PHASE[0] = time.perf_counter(), f'step {state.global_step + 1}{self.way}'
             def on_step_end(self, args, state, control, **k):
-                seconds[f'step {state.global_step}'], PHASE[0] = time.perf_counter() - self.t, None
+                seconds[f'step {state.global_step}{self.way}'], PHASE[0] = time.perf_counter() - self.t, None
         tok = load_tokenizer(start)
         ns = argparse.Namespace(prompts=settings.prompts_per_step, k=settings.K, steps=1, warmup=1,
                                 max_completion_length=settings.max_completion_length)
-        trainer = bench_trainer.build('sdft', True, start, tok, rows.select(range(2 * settings.prompts_per_step)), ns,
-                                      f'{tmp}/train')
-        for m in [trainer.model, *(v for v in vars(trainer).values() if isinstance(v, torch.nn.Module))]: attach(m, attention)
-        trainer.add_callback(Steps())
-        with contextlib.redirect_stdout(sys.stderr): bench_trainer.run(trainer)
+        rollouts = {}
+        for way in TRAINING_WAYS:
+            trainer = bench_trainer.build('sdft', True, start, tok, rows.select(range(2 * settings.prompts_per_step)), ns,
+                                          f'{tmp}/train{len(rollouts)}')
+            for m in [trainer.model, *(v for v in vars(trainer).values() if isinstance(v, torch.nn.Module))]: attach(m, attention)
+            trainer.add_callback(Steps(way))
+            fast = caopd.generation.fast_generation(trainer.model) if way == TRAINING_WAYS[1] else contextlib.nullcontext()
+            with contextlib.redirect_stdout(sys.stderr), fast: bench_trainer.run(trainer)
+            rollouts[way] = [r['completion'] for r in trainer.confidence_targets]
         linear.remove()
         for h in attention.values(): h.remove()
         transformers.AutoModelForCausalLM.from_pretrained = load
 
         kw = chat_template_kwargs(settings.model, tok)
         n_prompt = sum(len(tok(tok.apply_chat_template(r['prompt'], tokenize=False, add_generation_prompt=True, **kw),
-                               add_special_tokens=False)['input_ids']) for r in records[True])
-        n_answer = sum(len(tok(r['completion'], add_special_tokens=False)['input_ids']) for r in records[True])
+                               add_special_tokens=False)['input_ids']) for r in records[NOW])
+        n_answer = sum(len(tok(r['completion'], add_special_tokens=False)['input_ids']) for r in records[NOW])
         head = trainer.model.get_output_embeddings()
         n_head = head.in_features * head.out_features
         n_body = sum(m.in_features * m.out_features for m in trainer.model.modules() if isinstance(m, torch.nn.Linear)) - n_head
         useful = 2.0 * n_body * (n_prompt + n_answer) + 2.0 * n_head * n_answer  # the head only where a token is chosen
     finally: shutil.rmtree(tmp, ignore_errors=True)
 
-    print(f"\nthe main job's parts: {settings.model} from its warmed start; {len(records[True])} test answers (<= "
+    print(f"\nthe main job's parts: {settings.model} from its warmed start; {len(records[NOW])} test answers (<= "
           f"{settings.eval_max_new_tokens} new tokens, batches of {settings.eval_batch_size}); training "
           f"{settings.prompts_per_step} prompts x K={settings.K} rollouts of <= {settings.max_completion_length} tokens a "
           f"step; {n_body / 1e6:.1f} M weights in the decoder's linear layers, {n_head / 1e6:.1f} M in the head\n")
@@ -179,28 +191,36 @@ def main():
     print('|---|---|---|---|---|---|')
     def row(name, secs, tokens, flops):
         print(f"| {name} | {secs:.1f} | {tokens} | {flops / 1e9:.0f} | {flops / secs / 1e9:.1f} | {flops / secs / 1e9 / top:.1%} |")
-    for way in (', prompts whole', ', shared prefix once'):
+    before = list(WAYS)[0]
+    for way in WAYS:
         g = COUNTED.get('generation' + way, dict(flops=0.0, tokens=0))
         row(f'evaluation: generation{way}, as computed (padding included)', seconds['generation' + way], g['tokens'], g['flops'])
-        if way == ', prompts whole':  # the work of a perfect batching of whole prompts
+        if way == before:  # the work of a perfect batching of whole prompts
             row(f'evaluation: generation{way}, useful (each prompt and answer token once)', seconds['generation' + way],
                 f"{n_prompt} prompt + {n_answer} answer", useful)
         r = COUNTED.get('readout' + way, dict(flops=0.0, tokens=0))
         row(f'evaluation: readout{way}', seconds['readout' + way], r['tokens'], r['flops'])
-    last = max((k for k in seconds if k.startswith('step ')), key=lambda k: int(k.split()[1]))
-    s = COUNTED[last]
-    row(f'training: {last} (rollouts, teacher and student forward, backward, optimizer)', seconds[last], s['tokens'], s['flops'])
-    print(f"\nprompt tokens are {n_prompt / (n_prompt + n_answer):.0%} of the generation's useful tokens; the generation with "
-          f"the shared prefix computed once took {seconds['generation, shared prefix once'] / seconds['generation, prompts whole']:.2f} "
-          f"of the time of the prompts whole ({seconds['generation, prompts whole'] / seconds['generation, shared prefix once']:.2f}x as fast)")
-    old, new = records[False], records[True]
+    def last_step(way):  # the last step's key: 'step N, way'
+        return max((k for k in seconds if k.startswith('step ') and k.endswith(way)), key=lambda k: int(k.split()[1].rstrip(',')))
+    for way in TRAINING_WAYS:
+        last = last_step(way)
+        s = COUNTED[last]
+        row(f'training: {last} (rollouts, teacher and student forward, backward, optimizer)', seconds[last], s['tokens'], s['flops'])
+    print(f"\nprompt tokens are {n_prompt / (n_prompt + n_answer):.0%} of the generation's useful tokens")
+    for way in list(WAYS)[1:]:
+        print(f"the generation{way} took {seconds['generation' + way] / seconds['generation' + before]:.2f} of the time of "
+              f"the generation{before} ({seconds['generation' + before] / seconds['generation' + way]:.2f}x as fast)")
+    steps = [seconds[last_step(w)] for w in TRAINING_WAYS]
+    print(f"the training step{TRAINING_WAYS[1]} took {steps[1] / steps[0]:.2f} of the time of the step{TRAINING_WAYS[0]}; "
+          f"their rollouts: {sum(x == y for x, y in zip(*rollouts.values()))} of {len(rollouts[TRAINING_WAYS[0]])} the same "
+          f"word for word")
     committed = [json.loads(l) for l in (ROOT/a.committed/'eval'/'before'/'records.jsonl').read_text().splitlines() if l.strip()]
-    for label, ref in (('the prompts whole', old), (f'the committed run {a.committed}', committed)):
-        pairs = list(zip(new, ref, strict=True))
+    for label, ref in [*((f'the generation{w}', records[w]) for w in list(WAYS)[:-1]), (f'the committed run {a.committed}', committed)]:
+        pairs = list(zip(records[NOW], ref, strict=True))
         same = sum(x['id'] == y['id'] and x['completion'] == y['completion'] for x, y in pairs)
         diff = max((abs(x['expected_confidence'] - y['expected_confidence']) for x, y in pairs
                     if x.get('expected_confidence') is not None and y.get('expected_confidence') is not None), default=0)
-        print(f"the shared prefix's answers against {label}'s: {same} of {len(pairs)} the same word for word, the expected "
+        print(f"today's answers against {label}'s: {same} of {len(pairs)} the same word for word, the expected "
               f"confidence within {diff:.1e}")
     print(f"{time.perf_counter() - t_all:.0f} s in all.")
 
