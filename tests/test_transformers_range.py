@@ -121,13 +121,19 @@ shared = transformers_readouts(model, tok, ['', ''], comps, continued=cont)
 own = transformers_readouts(model, tok, ['', ''], comps)
 assert all(cont.holds(k, tok(h, add_special_tokens=False)['input_ids']) for k, h in enumerate(heads))
 assert all(abs(a.mass - b.mass) + abs(a.outside - b.outside) < 1e-5 and a.nodes == b.nodes for a, b in zip(shared, own)), (shared, own)
+import caopd.generation as G  # sampling: NucleusSampler into a growing cache draws what transformers' own sampling draws
+msgs, kw = [[dict(role='user', content=q)] for q in ('Say A.', 'Say B, please.')], dict(n=2, temperature=0.9, max_new_tokens=5, progress=False, seed=3)
+fast = G.generate(model, tok, msgs, **kw)
+G.SAMPLER = G.GROWING_CACHE = False
+assert G.generate(model, tok, msgs, **kw) == fast
 print('transformers', transformers.__version__, 'readout ok')
 '''
 
 
 def test_the_oldest_transformers_reads_the_expected_confidence(old_transformers):
     """The readout's own attention (`caopd_tree`) and the generation's cache under the oldest transformers: the trees read
-    as the definition reads them, and the answers read from the generation's cache as with a pass of their own."""
+    as the definition reads them, the answers read from the generation's cache as with a pass of their own, and sampling
+    with caopd's `NucleusSampler` into a growing cache draws what transformers' own sampling draws."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(old_transformers), str(ROOT), os.environ.get('PYTHONPATH', '')]))
     res = subprocess.run([sys.executable, '-c', READOUT_UNDER_OLDEST], cwd=ROOT, capture_output=True, text=True,
                          timeout=600, env=env)

@@ -6,12 +6,16 @@ issue 64), then with their shared prefix computed once (`caopd.generation.shared
 `caopd.generation.NucleusSampler` into a `growing_cache` (today's code); their answers are compared with each other and
 with the committed run of the same settings, word for word. The training step runs twice from the same seed: with
 transformers' own `generate` for the rollouts, and within `caopd.generation.fast_generation` (as `caopd.train` trains on
-CPU); their rollouts are compared token for token.
+CPU); their rollouts are compared word for word, and the seconds of the step's rollouts (its `generate` calls) printed.
 
     .ci/env python tests/benchmarks/limit.py > tests/benchmarks/limit.txt
 
 Run from the repository root on a quiet machine (about 9 minutes on 2 cores: the cpu preset's format warm-up first, as
 the main job starts from it, then the measured parts). A script, not a test: it prints seconds and ratios of one run.
+
+The generation's seconds are its batches' (`caopd.generation._generate_batches`: the `generate` calls, the readout
+within them taken out); the evaluation's whole seconds (the model's loading, the scoring, the report and its figures
+too) are printed after the table.
 
 How the FLOPs are counted, from the modules that run (global forward hooks, so the EMA teacher's passes count too):
 - every `nn.Linear` call: 2 x rows x in x out, the language-model head included (padding rows included: the work done);
@@ -134,20 +138,27 @@ def main():
             try: return real(model, *args, **kw)
             finally: seconds['readout'] += time.perf_counter() - t; PHASE[0] = outer
         caopd.readout.transformers_readouts = timed  # evaluate imports it where it reads, so it finds this one
+        real_batches = caopd.generation._generate_batches
+        def batches(*args, **kw):  # the generation proper: its batches' generate calls (the readout runs within them)
+            t = time.perf_counter()
+            try: return real_batches(*args, **kw)
+            finally: seconds['batches'] += time.perf_counter() - t
+        caopd.generation._generate_batches = batches  # generate calls it by its module's name
 
         # the evaluation of the start, as the main job's pipeline calls it, in each way of WAYS
         args = dataclasses.replace(run_eval_arguments(settings, start, f'{tmp}/eval'), backend='transformers')
         records = {}
         for way, switches in WAYS.items():
             for switch, on in switches.items(): setattr(caopd.generation, switch, on)
-            seconds['readout'] = 0.0
+            seconds['readout'] = seconds['batches'] = 0.0
             PHASE[0], t0 = 'generation' + way, time.perf_counter()
             records[way], _ = evaluate(start, args=dataclasses.replace(args, out=f'{tmp}/eval-{len(records)}'), progress=False)
-            seconds['generation' + way] = time.perf_counter() - t0 - seconds['readout']
+            seconds['evaluation' + way] = time.perf_counter() - t0
+            seconds['generation' + way] = seconds['batches'] - seconds['readout']
             seconds['readout' + way] = seconds['readout']
             PHASE[0] = None
         for switch, on in WAYS[NOW].items(): setattr(caopd.generation, switch, on)
-        caopd.readout.transformers_readouts = real
+        caopd.readout.transformers_readouts, caopd.generation._generate_batches = real, real_batches
 
         # one step of CaOPD (SDFT) as the main job trains: its prompts per step, K and rollout length (the second step,
         # the first's one-time costs aside)
@@ -160,7 +171,12 @@ def main():
         tok = load_tokenizer(start)
         ns = argparse.Namespace(prompts=settings.prompts_per_step, k=settings.K, steps=1, warmup=1,
                                 max_completion_length=settings.max_completion_length)
-        rollouts = {}
+        rollouts, real_generate = {}, transformers.GenerationMixin.generate
+        def generate_timed(self, *args, **kw):  # a step's rollouts: its generate calls, whichever way they are made
+            t = time.perf_counter()
+            try: return real_generate(self, *args, **kw)
+            finally: seconds[f'rollouts {PHASE[0]}'] = seconds.get(f'rollouts {PHASE[0]}', 0.0) + time.perf_counter() - t
+        transformers.GenerationMixin.generate = generate_timed
         for way in TRAINING_WAYS:
             trainer = bench_trainer.build('sdft', True, start, tok, rows.select(range(2 * settings.prompts_per_step)), ns,
                                           f'{tmp}/train{len(rollouts)}')
@@ -169,6 +185,7 @@ def main():
             fast = caopd.generation.fast_generation(trainer.model) if way == TRAINING_WAYS[1] else contextlib.nullcontext()
             with contextlib.redirect_stdout(sys.stderr), fast: bench_trainer.run(trainer)
             rollouts[way] = [r['completion'] for r in trainer.confidence_targets]
+        transformers.GenerationMixin.generate = real_generate
         linear.remove()
         for h in attention.values(): h.remove()
         transformers.AutoModelForCausalLM.from_pretrained = load
@@ -210,10 +227,14 @@ def main():
     for way in list(WAYS)[1:]:
         print(f"the generation{way} took {seconds['generation' + way] / seconds['generation' + before]:.2f} of the time of "
               f"the generation{before} ({seconds['generation' + before] / seconds['generation' + way]:.2f}x as fast)")
+    print("the evaluation in all (the generation, the readout, the model's loading, the scoring, the report and its figures): "
+          + ', '.join(f"{seconds['evaluation' + w]:.1f} s{w}" for w in WAYS))
     steps = [seconds[last_step(w)] for w in TRAINING_WAYS]
-    print(f"the training step{TRAINING_WAYS[1]} took {steps[1] / steps[0]:.2f} of the time of the step{TRAINING_WAYS[0]}; "
-          f"their rollouts: {sum(x == y for x, y in zip(*rollouts.values()))} of {len(rollouts[TRAINING_WAYS[0]])} the same "
-          f"word for word")
+    made = [seconds[f'rollouts {last_step(w)}'] for w in TRAINING_WAYS]
+    print(f"the training step{TRAINING_WAYS[1]} took {steps[1] / steps[0]:.2f} of the time of the step{TRAINING_WAYS[0]}, "
+          f"its rollouts (generate) {made[1]:.1f} s against {made[0]:.1f} s ({made[0] / made[1]:.2f}x as fast); the two "
+          f"trainings' rollouts: {sum(x == y for x, y in zip(*rollouts.values()))} of {len(rollouts[TRAINING_WAYS[0]])} the "
+          f"same word for word")
     committed = [json.loads(l) for l in (ROOT/a.committed/'eval'/'before'/'records.jsonl').read_text().splitlines() if l.strip()]
     for label, ref in [*((f'the generation{w}', records[w]) for w in list(WAYS)[:-1]), (f'the committed run {a.committed}', committed)]:
         pairs = list(zip(records[NOW], ref, strict=True))
