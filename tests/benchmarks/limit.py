@@ -1,7 +1,7 @@
 """How far from this machine's limit the laptop path runs: the CPU's own fp32 matrix-product throughput at the torch
 thread count the runs use (the ceiling), then the README main job's evaluation (its generation and its readout) and one
 of its CaOPD (SDFT) training steps, each with its seconds, tokens, model FLOPs and the fraction of the ceiling. The
-evaluation runs three times, in one run: each batch's prompts whole with transformers' sampling and cache (the code before
+evaluation runs three ways, in one run: each batch's prompts whole with transformers' sampling and cache (the code before
 issue 64), then with their shared prefix computed once (`caopd.generation.shared_prefix_cache`), then also drawing with
 `caopd.generation.NucleusSampler` into a `growing_cache` (today's code); their answers are compared with each other and
 with the committed run of the same settings, word for word. The training step runs twice from the same seed: with
@@ -10,10 +10,12 @@ CPU); their rollouts are compared word for word, and the seconds of the step's r
 
     .ci/env python tests/benchmarks/limit.py > tests/benchmarks/limit.txt
 
-Run from the repository root on a quiet machine (about 9 minutes on 2 cores: the cpu preset's format warm-up first, as
+Run from the repository root on a quiet machine (about 13 minutes on 2 cores: the cpu preset's format warm-up first, as
 the main job starts from it, then the measured parts). A script, not a test: it prints seconds and ratios of one run.
 
-The generation's seconds are its batches' (`caopd.generation._generate_batches`: the `generate` calls, the readout
+Each way of the evaluation runs twice, in the order A B C C B A, and its seconds are the mean of its two runs: a
+machine whose speed drifts during the run (the readout, the same work each time, has taken from 10.5 to 13.2 s in one
+run) slows each way alike. The generation's seconds are its batches' (`caopd.generation._generate_batches`: the `generate` calls, the readout
 within them taken out); the evaluation's whole seconds (the model's loading, the scoring, the report and its figures
 too) are printed after the table.
 
@@ -42,6 +44,7 @@ WAYS = {', prompts whole': dict(PREFIX_CACHE=False, SAMPLER=False, GROWING_CACHE
         ', shared prefix once': dict(PREFIX_CACHE=True, SAMPLER=False, GROWING_CACHE=False),
         ', shared prefix, NucleusSampler, growing cache': dict(PREFIX_CACHE=True, SAMPLER=True, GROWING_CACHE=True)}
 NOW = list(WAYS)[-1]  # today's code
+ORDER = [*WAYS, *reversed(WAYS)]  # each way twice, the second time in reverse: a machine that slows down slows all alike
 TRAINING_WAYS = (', transformers\' generate', ', fast_generation')  # the rollouts of the training step
 COUNTED = {}  # phase -> dict(flops=forward FLOPs + (forward + backward) of passes with gradients, tokens=the model's tokens)
 PHASE = [None]  # the phase the hooks count into (None: not counted)
@@ -147,16 +150,19 @@ def main():
 
         # the evaluation of the start, as the main job's pipeline calls it, in each way of WAYS
         args = dataclasses.replace(run_eval_arguments(settings, start, f'{tmp}/eval'), backend='transformers')
-        records = {}
-        for way, switches in WAYS.items():
-            for switch, on in switches.items(): setattr(caopd.generation, switch, on)
+        records, again, runs = {}, {}, {way: [] for way in WAYS}  # runs: each run's (generation, readout, evaluation) seconds
+        for n, way in enumerate(ORDER):
+            for switch, on in WAYS[way].items(): setattr(caopd.generation, switch, on)
             seconds['readout'] = seconds['batches'] = 0.0
             PHASE[0], t0 = 'generation' + way, time.perf_counter()
-            records[way], _ = evaluate(start, args=dataclasses.replace(args, out=f'{tmp}/eval-{len(records)}'), progress=False)
-            seconds['evaluation' + way] = time.perf_counter() - t0
-            seconds['generation' + way] = seconds['batches'] - seconds['readout']
-            seconds['readout' + way] = seconds['readout']
+            got, _ = evaluate(start, args=dataclasses.replace(args, out=f'{tmp}/eval-{n}'), progress=False)
+            if way in records: again[way] = sum(x['completion'] == y['completion'] for x, y in zip(records[way], got))
+            records.setdefault(way, got)
+            runs[way].append((seconds['batches'] - seconds['readout'], seconds['readout'], time.perf_counter() - t0))
             PHASE[0] = None
+        for way, got in runs.items():  # the mean of its runs, placed symmetrically in ORDER: a steady drift cancels
+            for k, name in enumerate(('generation', 'readout', 'evaluation')):
+                seconds[name + way] = sum(r[k] for r in got) / len(got)
         for switch, on in WAYS[NOW].items(): setattr(caopd.generation, switch, on)
         caopd.readout.transformers_readouts, caopd.generation._generate_batches = real, real_batches
 
@@ -206,17 +212,18 @@ def main():
           f"step; {n_body / 1e6:.1f} M weights in the decoder's linear layers, {n_head / 1e6:.1f} M in the head\n")
     print('| part | seconds | tokens through the model | GFLOP | GFLOP/s | of the ceiling |')
     print('|---|---|---|---|---|---|')
-    def row(name, secs, tokens, flops):
+    def row(name, secs, tokens, flops, runs=1):  # tokens and flops counted over `runs` runs: per run
+        tokens, flops = (tokens // runs if isinstance(tokens, int) else tokens), flops / runs
         print(f"| {name} | {secs:.1f} | {tokens} | {flops / 1e9:.0f} | {flops / secs / 1e9:.1f} | {flops / secs / 1e9 / top:.1%} |")
     before = list(WAYS)[0]
     for way in WAYS:
         g = COUNTED.get('generation' + way, dict(flops=0.0, tokens=0))
-        row(f'evaluation: generation{way}, as computed (padding included)', seconds['generation' + way], g['tokens'], g['flops'])
+        row(f'evaluation: generation{way}, as computed (padding included)', seconds['generation' + way], g['tokens'], g['flops'], 2)
         if way == before:  # the work of a perfect batching of whole prompts
             row(f'evaluation: generation{way}, useful (each prompt and answer token once)', seconds['generation' + way],
                 f"{n_prompt} prompt + {n_answer} answer", useful)
         r = COUNTED.get('readout' + way, dict(flops=0.0, tokens=0))
-        row(f'evaluation: readout{way}', seconds['readout' + way], r['tokens'], r['flops'])
+        row(f'evaluation: readout{way}', seconds['readout' + way], r['tokens'], r['flops'], 2)
     def last_step(way):  # the last step's key: 'step N, way'
         return max((k for k in seconds if k.startswith('step ') and k.endswith(way)), key=lambda k: int(k.split()[1].rstrip(',')))
     for way in TRAINING_WAYS:
@@ -227,6 +234,9 @@ def main():
     for way in list(WAYS)[1:]:
         print(f"the generation{way} took {seconds['generation' + way] / seconds['generation' + before]:.2f} of the time of "
               f"the generation{before} ({seconds['generation' + before] / seconds['generation' + way]:.2f}x as fast)")
+    print("each way ran twice (" + ', '.join(w.lstrip(', ') for w in ORDER) + "); its seconds above are the mean of its two runs, "
+          "whose generation took " + ', '.join(f"{r[0][0]:.1f} and {r[1][0]:.1f} s{w}" for w, r in runs.items())
+          + "; the second run's answers the first's: " + ', '.join(f"{again[w]} of {len(records[w])}{w}" for w in WAYS))
     print("the evaluation in all (the generation, the readout, the model's loading, the scoring, the report and its figures): "
           + ', '.join(f"{seconds['evaluation' + w]:.1f} s{w}" for w in WAYS))
     steps = [seconds[last_step(w)] for w in TRAINING_WAYS]
