@@ -321,11 +321,11 @@ def config_sampler(model, # the transformers causal LM that generates
                   ):
     "(greedy config, [NucleusSampler]) that draw as `config` does, where one can; else (`config`, [])."
     import copy
-    set_ = config.to_diff_dict()
-    if set_.get('repetition_penalty', 1.0) == 1.0: set_.pop('repetition_penalty', None)  # 1.0: no penalty
+    asked = config.to_diff_dict()
+    if asked.get('repetition_penalty', 1.0) == 1.0: asked.pop('repetition_penalty', None)  # 1.0: no penalty
     model_own = (getattr(model, 'generation_config', None) or config).to_diff_dict()
     args = sampling_arguments(model, config.temperature or 1.0, config.top_p or 1.0, config.top_k) if config.do_sample else {}
-    if set(set_) - _DRAW_FIELDS - _NEUTRAL_FIELDS or _DRAW_FIELDS & set(model_own) or 'logits_processor' not in args:
+    if set(asked) - _DRAW_FIELDS - _NEUTRAL_FIELDS or _DRAW_FIELDS & set(model_own) or 'logits_processor' not in args:
         return config, []
     greedy = copy.deepcopy(config)
     greedy.do_sample, greedy.temperature, greedy.top_k, greedy.top_p = False, None, None, None
@@ -334,7 +334,7 @@ def config_sampler(model, # the transformers causal LM that generates
 def _fast_generate(model, input_ids=None, attention_mask=None, generation_config=None, **kwargs):
     "`model.generate` from `batch_cache`, drawing by `config_sampler`: the generate `fast_generation` installs."
     cls_generate = type(model).generate
-    if input_ids is None or attention_mask is None or kwargs.get('logits_processor') or {'cache', 'past_key_values'} & set(kwargs):
+    if input_ids is None or attention_mask is None or set(kwargs) - {'disable_compile'}:  # e.g. a setting beside the config
         return cls_generate(model, input_ids=input_ids, attention_mask=attention_mask, generation_config=generation_config, **kwargs)
     config, sampler = config_sampler(model, generation_config or model.generation_config)
     cache = batch_cache(model, input_ids, attention_mask)
