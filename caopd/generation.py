@@ -50,12 +50,13 @@ def _growing_layer():
     return GrowingLayer
 
 def growing_cache(model): # a transformers causal LM
-    "An empty `DynamicCache` for `model` whose full-attention layers grow in place; a plain one where they cannot."
+    "An empty `DynamicCache` for `model` whose full-attention layers grow in place on CPU; a plain one elsewhere, or where they cannot."
     from transformers import DynamicCache
     try: cache = DynamicCache(config=model.config)  # the model's kinds of layer (sliding windows)
     except TypeError: cache = DynamicCache()
     grow = _growing_layer()
-    if grow is None or not GROWING_CACHE: return cache
+    on_cpu = str(getattr(model, 'device', 'cpu')) == 'cpu'  # measured on CPU only: a GPU keeps transformers' own
+    if grow is None or not GROWING_CACHE or not on_cpu: return cache
     def grown(layer):
         if type(layer) is not grow.__base__: return layer  # sliding, or another kind: as transformers built it
         new = grow.__new__(grow); new.__dict__.update(layer.__dict__); return new
