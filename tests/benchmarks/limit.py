@@ -15,9 +15,9 @@ the main job starts from it, then the measured parts). A script, not a test: it 
 
 Each way of the evaluation runs twice, in the order A B C C B A, and its seconds are the mean of its two runs: a
 machine whose speed drifts during the run (the readout, the same work each time, has taken from 10.5 to 13.2 s in one
-run) slows each way alike. The generation's seconds are its batches' (`caopd.generation._generate_batches`: the `generate` calls, the readout
-within them taken out); the evaluation's whole seconds (the model's loading, the scoring, the report and its figures
-too) are printed after the table.
+run) slows each way alike. The generation's seconds are its batches' (`caopd.generation._generate_batches`: the
+`generate` calls, the readout within them taken out); the evaluation's whole seconds (the model's loading, the
+scoring, the report and its figures too) are printed after the table.
 
 How the FLOPs are counted, from the modules that run (global forward hooks, so the EMA teacher's passes count too):
 - every `nn.Linear` call: 2 x rows x in x out, the language-model head included (padding rows included: the work done);
