@@ -28,6 +28,10 @@ def _cache_argument(model) -> str:
     base = model.get_base_model() if hasattr(model, 'get_base_model') else model  # a PEFT model passes it on
     return 'cache' if 'cache' in inspect.signature(base.forward).parameters else 'past_key_values'
 
+def _on_cpu(model) -> bool:
+    "Whether `model` runs on CPU, where the sampler and the growing cache were measured (a GPU keeps transformers' own)."
+    return str(getattr(model, 'device', None)) == 'cpu'
+
 @functools.cache
 def _growing_layer():
     "`GrowingLayer`: a `DynamicLayer` that appends into spare columns; None where this transformers has no `DynamicLayer`."
@@ -55,8 +59,7 @@ def growing_cache(model): # a transformers causal LM
     try: cache = DynamicCache(config=model.config)  # the model's kinds of layer (sliding windows)
     except TypeError: cache = DynamicCache()
     grow = _growing_layer()
-    on_cpu = str(getattr(model, 'device', 'cpu')) == 'cpu'  # measured on CPU only: a GPU keeps transformers' own
-    if grow is None or not GROWING_CACHE or not on_cpu: return cache
+    if grow is None or not GROWING_CACHE or not _on_cpu(model): return cache
     def grown(layer):
         if type(layer) is not grow.__base__: return layer  # sliding, or another kind: as transformers built it
         new = grow.__new__(grow); new.__dict__.update(layer.__dict__); return new
@@ -186,9 +189,8 @@ def sampling_arguments(model, # the transformers causal LM that will generate
                        top_k:int|None=GENERATE_TOP_K, # None or 0: no top-k
                       ) -> dict:
     "`model.generate`'s arguments for this sampling: `NucleusSampler` on CPU where `same_draws`, else transformers' own."
-    import torch
     if temperature == 0: return dict(do_sample=False)
-    if SAMPLER and top_k and getattr(model, 'device', None) == torch.device('cpu') and same_draws():
+    if SAMPLER and top_k and _on_cpu(model) and same_draws():
         return dict(do_sample=False, logits_processor=[NucleusSampler(temperature, top_k, top_p)])
     return dict(do_sample=True, temperature=temperature, top_p=top_p, top_k=top_k)
 
