@@ -5,194 +5,35 @@
 # %% ../nbs/11a_arguments.ipynb #8df33fb4
 from __future__ import annotations
 import argparse, dataclasses, functools, importlib.util, json, math, os, sys, typing
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
-from .cli import (HelpFormatter, Refusal, add_negation, boolean, check_fields, option, integer, json_object,
-                       named, none_or, nonempty, one_of, real, unknown_refusal)
-from .domains import check_domain
-from .generation import BACKENDS
-from .methods import SAMPLING_SCHEMES, check_method, sampling_fields
-from .paper import DEFAULT_LEARNING_RATE, TABLE6
-from .memory import GPUS
+from .cli import (HelpFormatter, Refusal, add_negation, check_fields, option, json_object, none_or,
+                       unknown_refusal)
+from .methods import sampling_fields
+from .paper import TABLE6
 from .runfolder import RunFolder, is_run
+from . import settings as _table  # the table of settings, read when this module loads (a test adds a row first)
+from .settings import OFF, PRESET_NAMES, UNSET
 
 # %% auto #0
-__all__ = ['PRESETS', 'ROLLOUT_SAMPLING', 'PAPER_NODE_GPUS', 'OFF', 'DTYPES', 'RUN_RULES', 'RECIPE_ENV', 'RUN_FIELDS',
-           'RunArguments', 'check_run', 'RunSettings', 'node_gpus', 'resolve_settings', 'prompt_limit', 'cli_args',
-           'recipe_path', 'trl_fields_dataclass', 'run_parser', 'parse_args']
+__all__ = ['PRESETS', 'PAPER_NODE_GPUS', 'RunArguments', 'RUN_RULES', 'RunSettings', 'RECIPE_ENV', 'RUN_FIELDS', 'check_run',
+           'node_gpus', 'resolve_settings', 'prompt_limit', 'cli_args', 'recipe_path', 'trl_fields_dataclass',
+           'run_parser', 'parse_args']
 
 # %% ../nbs/11a_arguments.ipynb #c006
-PRESETS = {
-    # micro-batch 1 (not in the paper, ours): at 8192 response tokens the float32 logits of 8 completions over Qwen3's
-    # 152k vocabulary alone take about 150 GiB per GPU (caopd.memory.memory_plan); gradient accumulation keeps the
-    # paper's question batch of 32 x K = 8 completions per optimizer step
-    'paper': dict(domain='chemistry', K=TABLE6.K, learning_rate=DEFAULT_LEARNING_RATE, max_steps=-1,
-                  num_train_epochs=1,  # epochs: not in the paper (ours)
-                  prompts_per_step=TABLE6.question_batch_size, per_device_train_batch_size=1,
-                  max_completion_length=TABLE6.max_response_length, n_train=0, eval_limit=0,
-                  eval_samples=TABLE6.eval_samples[0],  # the main tables' 8; the grid's eval16 runs the other
-                  eval_max_new_tokens=TABLE6.max_response_length,  # ours: test answers as long as the training's
-                  eval_batch_size=64, use_vllm=TABLE6.inference_engine == 'vLLM',
-                  warmup_steps=TABLE6.warmup_steps, elicit=False, format_warmup=False, format_warmup_steps=0,
-                  eval_temperature=TABLE6.eval_temperature, eval_top_p=TABLE6.eval_top_p,
-                  rollout_sampling='paper',  # training rollouts at Table 6's rollout temperature
-                  sampling_scheme='paper',  # SDFT: one distilled trajectory per prompt + K = 8 apart for mu_hat; SDPO: reuse
-                  # Table 6's rollout importance sampling clip is the configs' distillation_is_clip, but it has no effect:
-                  # TRL 1.16 computes rollout log-probs only where gradient_accumulation_steps is not a multiple of
-                  # steps_per_generation x num_iterations (caopd.train.clip_applies), which no preset's defaults give
-                  # (--num_iterations 2 does), and has no vLLM-sampler correction (the clip's use in the paper's verl stack)
-                  gradient_checkpointing=True,  # TRL's default, which the memory plan assumes
-                  save_steps=50),  # checkpoint interval: ours
-    'cpu': dict(domain='arithmetic', K=4, learning_rate=1e-4, max_steps=6, num_train_epochs=1, prompts_per_step=4,
-                per_device_train_batch_size=4, max_completion_length=64, n_train=64, eval_limit=0, eval_samples=1,
-                eval_max_new_tokens=64, eval_batch_size=64, use_vllm=False, warmup_steps=0, elicit=False,
-                format_warmup='value', format_warmup_steps=8, eval_temperature=TABLE6.eval_temperature,
-                eval_top_p=TABLE6.eval_top_p,
-                rollout_sampling='eval', save_steps=4,  # a checkpoint of the 135M model and its teacher: 2 GB
-                # ours: the K = 4 distilled rollouts reused, leave-one-out targets. Every committed laptop run (the README's
-                # main job, the arithmetic grid's 3-seed pairs) measured this scheme; the paper's would distil 1 trajectory
-                # per prompt instead of 4 and sample 5 per prompt instead of 4, so a 6-step demo would train on a quarter
-                # of the completions for more generation, on a machine where generation is most of a step
-                sampling_scheme='leave-one-out',
-                gradient_checkpointing=False),  # 16 short sequences of a 135M model need no memory saving; recomputing
-                                                # the activations would cost about a third of every step
-}
-ROLLOUT_SAMPLING = ('eval', 'paper')  # training rollouts sampled as the evaluation samples, or as Table 6 trains
+PRESETS = {p: {s.name: getattr(s, p) for s in _table.SETTINGS if getattr(s, p) is not UNSET} for p in PRESET_NAMES}
 PAPER_NODE_GPUS = 4  # the paper's node (appendix "Compute Infrastructure"): four H200 GPUs (caopd.memory.GPUS)
 
 # %% ../nbs/11a_arguments.ipynb #c008
-@dataclass
-class RunArguments:
-    "The parameters of one training run (`nbs/train.ipynb`'s parameters); `None` takes the preset's value."
-    model: str = option("paper alias (Qwen3-8B, Olmo-3-7B-Instruct, ...), Hugging Face id or local folder",
-                        default='smollm2-135m-instruct')
-    domain: str | None = option("training domain: 'chemistry', 'tooluse' or 'arithmetic' (ours); None: the preset's "
-                                "('arithmetic' for cpu, 'chemistry' for paper)", default=None)
-    method: str = option("sdft, sdpo, caopd-sdft, caopd-sdpo, grpo, rlcr or caopd-sdft-tasc (Table 4)", default='caopd-sdft')
-    eval_domain: str | None = option("test domain; None: the training domain (ID); the other one: OOD", default=None)
-    init_from: str | None = option("a finished run folder to continue training from (continual training, CT)", default=None)
-    preset: str = option("'cpu', 'paper' (Table 6, GPU) or 'auto' (by the model: paper for the paper's models and any "
-                         "as large, cpu for the embedded model and other small ones, on any machine)", default='auto')
-    format_warmup: str | None = option("format warm-up first (caopd.warmup): 'value', 'format' or 'graded' (the loss mask), "
-                                       "'off'; None: the preset's", default=None)
-    format_warmup_steps: int | None = option("optimizer steps of the warm-up", default=None)
-    format_warmup_domains: str | None = option("domains whose training demonstrations the warm-up shows, comma-separated; "
-                                               "None: the training and the test domain", default=None)
-    K: int | None = option(f"rollouts per prompt for mu_hat ({TABLE6.cite('K')})", default=None)
-    learning_rate: float | None = option(f"AdamW learning rate ({TABLE6.cite('learning_rates')})", default=None)
-    max_steps: int | None = option("optimizer steps (-1: train `num_train_epochs` epochs)", default=None)
-    num_train_epochs: float | None = option("epochs when max_steps is -1", default=None)
-    prompts_per_step: int | None = option(f"questions per optimizer step ({TABLE6.cite('question_batch_size')})", default=None)
-    per_device_train_batch_size: int | None = option("completions per device micro-batch", default=None)
-    max_completion_length: int | None = option(f"rollout length in tokens ({TABLE6.cite('max_response_length')})", default=None)
-    n_train: int | None = option("training prompts used (0: the whole train split)", default=None)
-    eval_limit: int | None = option("test prompts evaluated (0: the whole test split)", default=None)
-    eval_samples: int | None = option(f"samples per test prompt ({TABLE6.cite('eval_samples')})", default=None)
-    eval_max_new_tokens: int | None = option("evaluation generation budget", default=None)
-    eval_batch_size: int | None = option("sequences per evaluation generation batch (transformers backend)", default=None)
-    gradient_checkpointing: bool | None = option("recompute activations in the backward pass (less memory, more time)",
-                                                 default=None)
-    eval_temperature: float | None = option(f"evaluation sampling temperature ({TABLE6.cite('eval_temperature')})", default=None)
-    eval_top_p: float | None = option(f"evaluation nucleus mass ({TABLE6.cite('eval_top_p')})", default=None)
-    sampling_scheme: str | None = option("how the trajectories distilled and the K rollouts behind mu_hat are sampled: 'paper' "
-                                         "(SDFT: one distilled trajectory per prompt and K apart; SDPO: its group reused, plain "
-                                         "mean), 'leave-one-out' (ours: K distilled, each target the mean of the other K - 1) or "
-                                         "'released' (the authors' code: K distilled, in-sample mean, two decimals); "
-                                         "caopd.methods.SAMPLING_SCHEMES", default=None)
-    rollout_sampling: str | None = option("how training rollouts are sampled: 'eval' (the evaluation's temperature and "
-                                          "top-p, so mu_hat is the deployed policy's success rate) or 'paper' (Table 6's "
-                                          f"training temperature {TABLE6.rollout_temperature})", default=None)
-    backend: str = option("evaluation backend: 'auto', 'transformers' or 'vllm'", default='auto')
-    elicit: bool | None = option("also ask for a confidence after each test completion (transformers only)", default=None)
-    evaluations: bool = option("evaluate the start and the trained model (caopd-train, nbs/train.ipynb); False: train "
-                            "only (the folder is then not finished: no metrics.json)", default=True)
-    use_vllm: bool | None = option("vLLM for training rollouts", default=None)
-    vllm_mode: str = option("'colocate' (vLLM shares the training GPUs) or 'server' (`trl vllm-serve` on GPUs of its own)",
-                            default='colocate')
-    vllm_server_gpus: int = option("server mode: the GPUs `trl vllm-serve` takes (the node's last ones; its tensor "
-                                   "parallelism); training runs on the others", default=1)
-    num_processes: int | None = option("training processes; None: one per visible GPU (the paper's 4 for preset "
-                                       "'paper' without a GPU), 1 on CPU; >1 launches accelerate (GPU) or torchrun (CPU)",
-                                       default=None)
-    lora_r: int | None = option("LoRA rank (PEFT adapters on all linear layers); None: full fine-tuning", default=None)
-    fsdp_offload: bool = option("FSDP2 CPU offload (accelerate's fsdp_offload_params): the sharded weights, gradients, "
-                                "optimizer states and teacher in host RAM, so Qwen3-14B and 32B fit the paper's node, at "
-                                "the cost of slower steps (ours; the paper does not say how it fit them)", default=False)
-    gpu: str = option("GPU type for the memory plan: 'auto' (the visible one; H200 for preset 'paper' without a GPU), "
-                      "a name of caopd.memory.GPUS, or 'cpu'", default='auto')
-    dtype: str = option("compute dtype of training (bf16 mixed precision or float32) and evaluation (the weights): 'auto' "
-                        "(bfloat16 on a GPU, float32 on CPU), 'bfloat16' (a GPU's numbers on a CPU) or 'float32'", default='auto')
-    save_steps: int | None = option("checkpoint every this many steps (resume starts from the last one)", default=None)
-    resume: bool = option("resume from the last checkpoint in the run folder's trainer/ when there is one; a finished "
-                          "training is not trained again. False: train the run again from its start (its checkpoints, "
-                          "trained model and after-training evaluation are removed; the warm-up is kept)", default=True)
-    report_to: str = option("trackers, as in transformers: 'none', 'wandb', 'tensorboard', 'trackio', 'all'",
-                            default='none')
-    run_name: str | None = option("the run's name for trackers (default: the run folder's name)", default=None)
-    push_to_hub: bool = option("push the checkpoints and the trained model to the Hugging Face Hub", default=False)
-    hub_model_id: str | None = option("the Hub repository to push to", default=None)
-    trainer_overrides: dict | str | None = option("other fields of the method's TRL config, as a dict or its JSON",
-                                               default=None)
-    save_model: bool = option("keep the trained weights in out/checkpoint after the notebook's evaluation (CT's init_from "
-                              "needs them); caopd.train always saves them", default=True)
-    seed: int = option("seed of training and evaluation sampling", default=0)
-    data_dir: str | None = option("data folder (None: $CAOPD_DATA_DIR or ../shared/data)", default=None)
-    out: str | None = option("the run folder; None: runs/train/<model>-<domain>-<method>-seed<seed>, named after what "
-                             "defines the run (caopd.runfolder.run_folder)", default=None)
-    overwrite: bool = option("the run folder holds another run: move it aside to <out>.replaced-<time> (kept whole) and "
-                             "start this run there; without it such a run is refused, naming what differs", default=False)
-    dry_run: bool = option("build every config, print the launch command and the memory plan, and stop", default=False)
-
-    def __post_init__(self): check_run(self)  # RUN_RULES, below: a bad value is refused before any work
+RunArguments = dataclasses.make_dataclass('RunArguments', [
+    (s.name, s.argument_type(), option(s.help, default=s.default)) for s in _table.SETTINGS if s.argument],
+    namespace={'__module__': __name__, '__post_init__': lambda self: check_run(self),  # RUN_RULES, below
+               '__doc__': "The parameters of one training run (`nbs/train.ipynb`'s parameters, the table's `argument` "
+                          "rows); `None` takes the preset's value."})
 
 # %% ../nbs/11a_arguments.ipynb #c009b
-OFF = (False, 'off', 'none', 'false', 'False', 'no', '0', 0)  # format_warmup values that mean no warm-up
-DTYPES = ('bfloat16', 'float32')  # compute dtypes: a GPU's (bf16 mixed precision) and a CPU's
-
-def _warmup_mask(v):
-    "A warm-up loss mask of `caopd.warmup.WARMUP_MASKS`, or a word of `OFF`."
-    if v in OFF: return
-    from caopd.warmup import WARMUP_MASKS  # imports TRL: checked last, and only for a value that is not off
-    if v not in WARMUP_MASKS: raise ValueError(f"format_warmup must be one of {WARMUP_MASKS} (the loss mask) or 'off'")
-
-def _domains(v):
-    "Domains, comma-separated (or a list)."
-    for d in (v.split(',') if isinstance(v, str) else v): check_domain(d.strip())
-
-RUN_RULES = {  # field: (rule, why); None (the preset's value) always passes
-    'model': (nonempty, 'a paper alias, Hugging Face id or local folder'),
-    'domain': (named(check_domain), ''), 'eval_domain': (named(check_domain), ''), 'method': (named(check_method), ''),
-    'preset': (one_of('auto', *PRESETS), "'auto': the paper's for a model as large as the paper's, else the cpu one"),
-    'dtype': (one_of('auto', *DTYPES), "'auto': bfloat16 on a GPU, float32 on CPU"),
-    'format_warmup_steps': (integer(1), "format_warmup='off' skips the warm-up"),
-    'format_warmup_domains': (named(_domains), 'comma-separated'),
-    'K': (integer(1), f"rollouts per prompt behind mu_hat, {TABLE6.cite('K')}; CaOPD needs 2 or more, caopd.config says why"),
-    'learning_rate': (real(0, 1, lo_open=True, hi_open=True), f"{TABLE6.cite('learning_rates')}, the cpu preset 1e-4; AdamW moves "
-                      "every weight by about the learning rate each step, so 1 or more wrecks the model"),
-    'max_steps': (integer(1, -1), '-1: train num_train_epochs epochs; 0 steps would train nothing'),
-    'num_train_epochs': (real(0, lo_open=True), 'used when max_steps is -1'),
-    'prompts_per_step': (integer(1), TABLE6.cite('question_batch_size') + ' questions'),
-    'per_device_train_batch_size': (integer(1), 'completions per micro-batch'),
-    'max_completion_length': (integer(1), 'rollout tokens, ' + TABLE6.cite('max_response_length')),
-    'n_train': (integer(0), '0: the whole train split'), 'eval_limit': (integer(0), '0: the whole test split'),
-    'eval_samples': (integer(1), TABLE6.cite('eval_samples')), 'eval_max_new_tokens': (integer(1), 'tokens per test answer'),
-    'eval_batch_size': (integer(1), 'sequences per generation batch'),
-    'eval_temperature': (real(0), '0 is greedy; ' + TABLE6.cite('eval_temperature')),
-    'eval_top_p': (real(0, 1, lo_open=True), 'the nucleus mass; 1 keeps every token'),
-    'rollout_sampling': (one_of(*ROLLOUT_SAMPLING), ''),
-    'sampling_scheme': (one_of(*SAMPLING_SCHEMES), 'caopd.methods.SAMPLING_SCHEMES says what each samples'),
-    'backend': (one_of(*(b for b in BACKENDS if b != 'openai')), 'the trained checkpoint is evaluated on this machine'),
-    'vllm_mode': (one_of('colocate', 'server'), "TRL's two vLLM modes"),
-    'num_processes': (integer(1), 'None: one per visible GPU'), 'lora_r': (integer(1), 'None: full fine-tuning'),
-    'vllm_server_gpus': (integer(1), 'GPUs of the vLLM server in server mode'),
-    'gpu': (one_of('auto', 'cpu', *GPUS), 'the GPUs caopd.memory has memory figures for'),
-    'save_steps': (integer(1), 'optimizer steps between checkpoints'),
-    'seed': (integer(0), 'numpy and torch take seeds >= 0'), 'out': (nonempty, 'the run folder'),
-    **{f: (boolean, '') for f in ('gradient_checkpointing', 'elicit', 'evaluations', 'use_vllm', 'fsdp_offload', 'resume', 'push_to_hub', 'save_model',
-                                  'dry_run')},
-    'format_warmup': (named(_warmup_mask), ''),  # last: a mask's name is checked against caopd.warmup, which imports TRL
-}
+RUN_RULES = {s.name: s.rule for s in _table.SETTINGS if s.argument and s.rule}  # field: (rule, why); None always passes
 
 def check_run(run:RunArguments):
     "Refuse `run` when a field breaks `RUN_RULES` (`caopd.cli.Refusal`); a `trainer_overrides` JSON text becomes its dict."
@@ -200,96 +41,31 @@ def check_run(run:RunArguments):
     check_fields(run, RUN_RULES)
 
 # %% ../nbs/11a_arguments.ipynb #rs01
-@dataclass(frozen=True)
-class RunSettings:
-    """A run's resolved settings: what every stage reads and `settings.json` records (`resolve_settings` makes them).
-    A stage that learns more (the prompts' digests, the warm-up's checkpoint, this process's environment) makes new
-    settings with `dataclasses.replace`; the fields it fills are `None` until then."""
-    # what trains, from where, on what, and how it is tested
-    model: str = option("the model's name (the first run's, in continual training)")
-    start: str = option("the weights the method starts from: the model, an earlier run's checkpoint, then the warm-up's")
-    data_dir: str | None = option("data folder (None: $CAOPD_DATA_DIR or ../shared/data)")
-    domain: str = option("the training domain")
-    method: str = option("a method of caopd.methods.TRAINABLE")
-    eval_domain: str = option("the test domain")
-    train_domains: list = option("every domain the weights were trained on, in order (continual training adds one)")
-    warmup_domains: list = option("the domains the format warm-up shows (empty: no warm-up)")
-    protocol: str = option("'id', 'ood' or 'ct' (Appendix F.1)")
-    init_from: str | None = option("the run folder continual training starts from")
-    preset: str = option("'cpu' or 'paper', as resolved from 'auto'")
-    scale: str = option("'cpu' or 'gpu': the node the run trains on (a dry run of the paper's preset plans its GPUs)")
-    dtype: str = option("the compute dtype: 'bfloat16' or 'float32'")
-    seed: int = option("the run's seed")
-    backend: str = option("the evaluations' generation backend")
-    # the preset's values (`PRESETS`), where the run did not give its own
-    K: int = option("rollouts per prompt behind mu_hat")
-    learning_rate: float = option("the optimizer's learning rate")
-    max_steps: int = option("optimizer steps (-1: num_train_epochs)")
-    num_train_epochs: float = option("epochs over the training prompts when max_steps is -1")
-    prompts_per_step: int = option("questions per optimizer step")
-    per_device_train_batch_size: int = option("completions per micro-batch on each process")
-    max_completion_length: int = option("tokens per training completion")
-    n_train: int = option("training prompts drawn (0: the whole split)")
-    eval_limit: int = option("test prompts (0: the whole split)")
-    eval_samples: int = option("samples per test prompt")
-    eval_max_new_tokens: int = option("tokens per test answer")
-    eval_batch_size: int = option("sequences per evaluation batch (transformers)")
-    use_vllm: bool = option("rollouts generated by vLLM")
-    warmup_steps: int = option("the learning rate's warm-up steps")
-    elicit: bool = option("also evaluate with the confidence-elicitation prompt")
-    format_warmup: str | bool = option("the format warm-up's mask ('value', 'format', 'graded'), or False: none")
-    format_warmup_steps: int = option("the format warm-up's optimizer steps")
-    eval_temperature: float = option("evaluation sampling temperature")
-    eval_top_p: float = option("evaluation nucleus mass")
-    rollout_sampling: str = option("the training rollouts' sampling: 'eval' (the evaluation's) or 'paper' (Table 6)")
-    save_steps: int = option("steps between checkpoints")
-    sampling_scheme: str = option("how rollouts are distilled and scored for mu_hat: 'paper' or 'leave-one-out' (ours)")
-    gradient_checkpointing: bool = option("recompute activations in the backward pass")
-    # the batch arithmetic and the node
-    sampling: dict = option("the TRL config fields of the sampling scheme (caopd.methods.sampling_fields)")
-    gradient_accumulation_steps: int = option("micro-batches per optimizer step on each process")
-    world_size: int = option("training processes")
-    vllm_mode: str = option("'colocate' or 'server'")
-    server_gpus: list | None = option("server mode: the GPUs (by index) that serve rollouts")
-    training_gpus: list | None = option("server mode: the GPUs (by index) that train")
-    lora_r: int | None = option("LoRA rank (None: full fine-tuning)")
-    fsdp_offload: bool = option("FSDP2's CPU offload of the sharded states")
-    resume: bool = option("resume from the run folder's last checkpoint")
-    report_to: str = option("where TRL logs ('none', 'wandb', ...)")
-    run_name: str = option("the run's name (its folder's, by default)")
-    push_to_hub: bool = option("push the trained model to the hub")
-    hub_model_id: str | None = option("the hub repository it is pushed to")
-    trainer_overrides: dict = option("fields of the method's TRL config set by the run")
-    save_model: bool = option("save the trained model in the run folder")
-    out: str = option("the run folder")
-    versions: list = option("torch, CUDA, vLLM, TRL and transformers against their supported ranges (caopd.machine)")
-    # filled by the stages of `caopd.stages.prepare`, where a process starts its work
-    environment: dict | None = option("the packages and the checkout's commit (caopd.provenance.environment_record)", default=None)
-    attention: dict | None = option("the attention backends in force (caopd.guards.guard_attention)", default=None)
-    n_train_prompts: int | None = option("training prompts loaded", default=None)
-    n_eval_prompts: int | None = option("test prompts", default=None)
-    n_warmup_prompts: int | None = option("prompts the warm-up shows", default=None)
-    train_prompts_sha256: str | None = option("digest of the training prompts", default=None)
-    test_prompts_sha256: str | None = option("digest of the test prompts", default=None)
-    warmup_prompts_sha256: str | None = option("digest of the warm-up's prompts", default=None)
-    warmup: dict | None = option("the warm-up's record (warmup.json)", default=None)
+def _record(self) -> dict:
+    "What `settings.json` holds: every field, as JSON reads it back."
+    return json.loads(json.dumps(dataclasses.asdict(self)))
 
-    def record(self) -> dict:
-        "What `settings.json` holds: every field, as JSON reads it back."
-        return json.loads(json.dumps(dataclasses.asdict(self)))
+def _from_record(cls, record:dict, # `record()` read back: a run folder's settings.json
+                 where:str='the settings record', # what it was read from, for the message
+                ) -> RunSettings:
+    "The settings `record` holds, field for field; refused, naming the fields, where it holds other fields than these settings have."
+    names = [f.name for f in dataclasses.fields(cls)]
+    missing, unknown = [n for n in names if n not in record], sorted(set(record) - set(names))
+    if missing or unknown:
+        raise Refusal(f"{where} is not a record of this caopd's run settings ({'lacks ' + ', '.join(missing) if missing else ''}"
+                      f"{'; ' if missing and unknown else ''}{'has no field ' + ', '.join(unknown) if unknown else ''}): "
+                      f"it was written by another version of caopd; plan the run again with this one (caopd-train)")
+    return cls(**record)
 
-    @classmethod
-    def from_record(cls, record:dict, # `record()` read back: a run folder's settings.json
-                    where:str='the settings record', # what it was read from, for the message
-                   ) -> RunSettings:
-        "The settings `record` holds, field for field; refused, naming the fields, where it holds other fields than these settings have."
-        names = [f.name for f in dataclasses.fields(cls)]
-        missing, unknown = [n for n in names if n not in record], sorted(set(record) - set(names))
-        if missing or unknown:
-            raise Refusal(f"{where} is not a record of this caopd's run settings ({'lacks ' + ', '.join(missing) if missing else ''}"
-                          f"{'; ' if missing and unknown else ''}{'has no field ' + ', '.join(unknown) if unknown else ''}): "
-                          f"it was written by another version of caopd; plan the run again with this one (caopd-train)")
-        return cls(**record)
+_recorded = [s for s in _table.SETTINGS if s.record_type() is not None]
+RunSettings = dataclasses.make_dataclass('RunSettings', [
+    *[(s.name, s.record_type(), option(s.help)) for s in _recorded if not s.later],
+    *[(s.name, s.record_type(), option(s.help, default=None)) for s in _recorded if s.later]], frozen=True,
+    namespace={'__module__': __name__, 'record': _record, 'from_record': classmethod(_from_record),
+               '__doc__': "A run's resolved settings: what every stage reads and `settings.json` records "
+                          "(`resolve_settings` makes them). A stage that learns more (the prompts' digests, the warm-up's "
+                          "checkpoint, this process's environment) makes new settings with `dataclasses.replace`; the "
+                          "fields it fills are `None` until then."})
 
 # %% ../nbs/11a_arguments.ipynb #c011
 def node_gpus(preset:str) -> int:

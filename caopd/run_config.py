@@ -9,6 +9,7 @@ import dataclasses, os
 from .cli import Refusal
 from .arguments import RunSettings, prompt_limit
 from .runfolder import RunFolder
+from .settings import SETTINGS
 
 # %% auto #0
 __all__ = ['template_kwargs', 'trl_config_fields', 'readout_decimals', 'lora_fields', 'lora_config', 'build_trl_config']
@@ -33,17 +34,11 @@ def template_kwargs(settings:RunSettings) -> dict:
 def trl_config_fields(settings:RunSettings, # `resolve_settings(...)`
                    folder:RunFolder, # the run folder (checkpoints go to its trainer/)
                   ) -> dict:
-    "The method's TRL config fields for this run (`caopd.baselines.method_config` adds the method's own values)."
-    cfg = dict(**settings.sampling, learning_rate=settings.learning_rate, max_steps=settings.max_steps,
-               num_train_epochs=settings.num_train_epochs,
-               per_device_train_batch_size=settings.per_device_train_batch_size,
-               gradient_accumulation_steps=settings.gradient_accumulation_steps,
-               max_completion_length=settings.max_completion_length, warmup_steps=settings.warmup_steps,
+    "The method's TRL config fields for this run: the settings of the `trl` column as they are, the rest computed here (`caopd.baselines.method_config` adds the method's own values)."
+    cfg = dict(**settings.sampling, **{s.name: getattr(settings, s.name) for s in SETTINGS if s.trl},  # as they are
                **{_checkpointing_field(): settings.gradient_checkpointing},
                bf16=settings.dtype == 'bfloat16',  # bf16 mixed precision, TRL's GPU default; on CPU too when asked
-               seed=settings.seed, logging_steps=1, save_strategy='steps', save_steps=settings.save_steps,
-               save_total_limit=2, report_to=settings.report_to, run_name=settings.run_name,
-               push_to_hub=settings.push_to_hub, hub_model_id=settings.hub_model_id, disable_tqdm=False)
+               logging_steps=1, save_strategy='steps', save_total_limit=2, disable_tqdm=False)
     if settings.use_vllm:
         cfg.update(use_vllm=True, vllm_mode=settings.vllm_mode)
         if settings.vllm_mode == 'server': cfg['vllm_server_timeout'] = 1800  # ours: a large model's server starts slowly

@@ -11,6 +11,7 @@ from fastcore.basics import patch
 from .cli import Refusal
 from .domains import PAPER_DOMAINS, check_domain
 from .io import read_json, read_jsonl, write_json, write_jsonl
+from . import settings as _table  # read when this module loads (a test adds a row first)
 
 # %% auto #0
 __all__ = ['RUN_IDENTITY', 'OVERRIDES_NOT_IDENTITY', 'REPLACED', 'RunMismatchError', 'RunFolder', 'is_run', 'load_run',
@@ -75,14 +76,8 @@ def load_run(path) -> dict:
 import re, time
 from fastcore.basics import patch
 
-RUN_IDENTITY = (  # the settings (`caopd.arguments.resolve_settings`, then `select_prompts`) that define a run
-    'model', 'init_from', 'method', 'domain', 'eval_domain', 'seed',  # what starts, from where, trained on what
-    'K', 'learning_rate', 'max_steps', 'num_train_epochs', 'prompts_per_step', 'max_completion_length', 'warmup_steps',
-    'rollout_sampling', 'sampling_scheme', 'lora_r', 'trainer_overrides', 'dtype',  # the method's config, its compute dtype
-    'n_train', 'train_prompts_sha256',  # the training prompts: how many, and which (data folder, data version, draw)
-    'format_warmup', 'format_warmup_steps', 'warmup_domains', 'warmup_prompts_sha256',  # the format warm-up
-    'eval_limit', 'eval_samples', 'eval_max_new_tokens', 'eval_temperature', 'eval_top_p', 'elicit',
-    'test_prompts_sha256',  # the evaluation protocol and its prompts
+RUN_IDENTITY = (  # what defines a run: the `identity` rows of the table of settings (`caopd.settings.SETTINGS`,
+    *(s.name for s in _table.SETTINGS if s.identity),  # as resolve_settings, then select_prompts, recorded them)
     'caopd_version', 'caopd_commit')  # the code: its version and, from a git checkout, its commit
 OVERRIDES_NOT_IDENTITY = ('logging_steps', 'save_total_limit', 'disable_tqdm', 'dataloader_num_workers', 'logging_dir',
                           'log_completions', 'num_completions_to_print', 'hub_strategy', 'hub_private_repo', 'hub_token')

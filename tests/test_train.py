@@ -19,9 +19,13 @@ def test_evaluate_notebook_parameters_are_the_evaluation_options():
     assert {k: eval(params[k]['default']) for k in fields} == {**fields, **small}
 
 def test_notebook_parameters_are_the_run_arguments():
-    "nbs/train.ipynb's parameters cell and caopd.arguments.RunArguments name the same parameters with the same defaults."
-    import dataclasses, papermill as pm
+    "nbs/train.ipynb's parameters cell is the run arguments as the table of settings writes them (caopd.settings.write_parameters), then its own."
+    import dataclasses, json, papermill as pm
     from caopd.arguments import RunArguments
+    from caopd.settings import parameters_lines
+    nb = json.loads((ROOT/'nbs'/'train.ipynb').read_text())
+    cell = next(''.join(c['source']) for c in nb['cells'] if 'parameters' in c['metadata'].get('tags', []))
+    assert cell.splitlines()[:len(parameters_lines())] == parameters_lines(), 'run caopd.settings.write_parameters()'
     params = pm.inspect_notebook(str(ROOT/'nbs'/'train.ipynb'))
     fields = {f.name: f.default for f in dataclasses.fields(RunArguments)}
     assert set(params) - {'png'} == set(fields)
