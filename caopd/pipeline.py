@@ -34,14 +34,14 @@ def run_eval_arguments(settings:RunSettings, # the run's settings
                     model:str, # the model evaluated: the start, or the trained checkpoint
                     out:str|Path, # the evaluation's folder (`RunFolder.eval(which)`)
                    ) -> EvalArguments:
-    "The options of a run's evaluation (`caopd.evaluation.EvalArguments`): its test prompts, protocol, seed and readout."
-    from caopd.run_config import readout_decimals
+    "The options of a run's evaluation (`caopd.evaluation.EvalArguments`): its test prompts, protocol, seed and readout (the decimals `caopd.stages.check_start` recorded)."
+    if settings.readout_decimals is None: raise ValueError("the run's settings have no readout_decimals: prepare the run first (caopd.stages.prepare)")
     return EvalArguments(model=str(model), domain=settings.eval_domain, split='test', limit=settings.eval_limit or None,
                          n_samples=settings.eval_samples, temperature=settings.eval_temperature,
                          top_p=settings.eval_top_p, max_new_tokens=settings.eval_max_new_tokens,
                          batch_size=settings.eval_batch_size, out=str(out), data_dir=settings.data_dir,
                          seed=settings.seed, dtype=settings.dtype,
-                         readout_decimals=readout_decimals(settings))  # the expected stated confidence (ours), beside the stated
+                         readout_decimals=settings.readout_decimals)  # the expected stated confidence (ours), beside the stated
 
 def evaluation_command(args:EvalArguments, # `run_eval_arguments(...)`, or any evaluation's options
                       ) -> list[str]:

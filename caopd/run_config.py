@@ -53,6 +53,7 @@ def trl_config_fields(settings:RunSettings, # `resolve_settings(...)`
 
 def readout_decimals(settings:RunSettings, # `resolve_settings(...)`
                      folder:RunFolder|None=None, # the run folder (default: `settings.out`)
+                     config=None, # the run's TRL config, built already (`build_trl_config`): a CaOPD run's is read, not built again
                     ) -> int:
     """Decimals of the values the run's targets are written with (at least CaOPD's default 2): the readout reads values
     up to them. The trainer's own rule (`caopd.trainer.config_confidence_k`) on the run's config, so that a prior, a
@@ -65,8 +66,10 @@ def readout_decimals(settings:RunSettings, # `resolve_settings(...)`
     from caopd.trainer import config_confidence_k
     method = settings.method if settings.method.startswith('caopd-') else f'caopd-{settings.method}'
     if method not in METHODS: return 2
-    as_caopd = dataclasses.replace(settings, method=method, sampling=sampling_fields(method, settings.sampling_scheme, settings.K))
-    args = build_trl_config(as_caopd, folder or RunFolder(settings.out))
+    if config is not None and method == settings.method: args = config
+    else:  # a backbone's run: the config CaOPD on it would train with, for its decimals alone
+        as_caopd = dataclasses.replace(settings, method=method, sampling=sampling_fields(method, settings.sampling_scheme, settings.K))
+        args = build_trl_config(as_caopd, folder or RunFolder(settings.out))
     return int(args.confidence_decimals) if args.confidence_decimals else max(2, confidence_decimals(config_confidence_k(args)))
 
 def lora_fields(settings:RunSettings) -> dict|None:

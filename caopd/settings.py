@@ -240,6 +240,11 @@ SETTINGS = (  # every setting of a run, once; the order of the flags in --help a
     _S('versions', list, "torch, CUDA, vLLM, TRL and transformers against their supported ranges (caopd.machine)",
       argument=False),
     # filled by the stages of `caopd.stages.prepare`, where a process starts its work
+    _S('trl_config', dict | None, "the method's TRL config fields (caopd.run_config.trl_config_fields), resolved once by "
+       "the process the user started (caopd.stages.check_start); the training processes build the config from them",
+       argument=False, later=True),
+    _S('readout_decimals', int | None, "decimals of the values the expected stated confidence is read over in both "
+       "evaluations (caopd.run_config.readout_decimals)", argument=False, later=True),
     _S('environment', dict | None, "the packages and the checkout's commit (caopd.provenance.environment_record)",
       argument=False, later=True),
     _S('attention', dict | None, "the attention backends in force (caopd.guards.guard_attention)", argument=False, later=True),

@@ -9,7 +9,7 @@ import dataclasses, functools, importlib.util, json, logging, os, time
 from .cli import Refusal
 from .arguments import RunArguments, RunSettings, resolve_settings
 from .memory import check_plan
-from .run_config import build_trl_config
+from .run_config import build_trl_config, readout_decimals, trl_config_fields
 from .runfolder import RunFolder
 
 _log = logging.getLogger('caopd.stages')  # the library's messages (caopd/__init__.py shows them)
@@ -101,8 +101,10 @@ def warmup_stage(settings:RunSettings, # `select_prompts(...)[2]`: the run's set
 # %% ../nbs/12f_stages.ipynb #s021
 def check_start(settings:RunSettings, # the run's settings (`resolve_settings(...)`)
                 folder:RunFolder, # its run folder
-               ):
-    "Refuse, before any data loads, what would fail only once the trainer is built: an unknown or missing tracker, a bad method config."
+               ) -> RunSettings:
+    """Refuse, before any data loads, what would fail only once the trainer is built: an unknown or missing tracker, a
+    bad method config. The config is built here once, and its fields and the readout's decimals are the settings'
+    `trl_config` and `readout_decimals`: what the training processes and both evaluations read."""
     from transformers.integrations.integration_utils import INTEGRATION_TO_CALLBACK
     named = [t.strip() for t in str(settings.report_to).split(',') if t.strip() not in ('none', 'all', '')]
     unknown = [t for t in named if t not in INTEGRATION_TO_CALLBACK]
@@ -113,7 +115,9 @@ def check_start(settings:RunSettings, # the run's settings (`resolve_settings(..
     if missing:  # transformers would fail only once the trainer is built, after the warm-up, with the folder claimed
         raise Refusal(f"report_to={settings.report_to!r}: {', '.join(missing)} is not installed: pip install {' '.join(missing)}, "
                       f"or report_to='none'")
-    build_trl_config(settings, folder)  # the method's config checks its own fields (caopd.config)
+    fields = trl_config_fields(settings, folder)
+    config = build_trl_config(settings, folder, fields)  # the method's config checks its own fields (caopd.config)
+    return dataclasses.replace(settings, trl_config=fields, readout_decimals=readout_decimals(settings, folder, config))
 
 def process_record() -> dict:
     "What this process runs on, for `settings.json`: the packages and the checkout's git commit (part of the run's identity), and its SDPA backends, cuDNN's switched off where it returns NaN (`caopd.guards.guard_attention`)."
@@ -142,7 +146,7 @@ def prepare(args:RunArguments, # the run's parameters (`caopd.arguments.parse_ar
     settings = settings or resolve_settings(args)
     settings = dataclasses.replace(settings, **process_record())  # where the process starts its work, not while resolving
     folder, main = RunFolder(settings.out), is_main_process()
-    check_start(settings, folder)  # an unknown tracker, a bad method config: refused before any data loads
+    settings = check_start(settings, folder)  # an unknown tracker, a bad method config: refused before any data loads
     identity = run_identity(settings.record())
     if not args.overwrite: folder.claim(identity, main=False)  # another run in the folder is refused first; writes nothing
     check_plan(settings, args.gpu)  # a run that cannot fit stops here, before the warm-up and the evaluation

@@ -11,7 +11,7 @@ from .cli import Refusal, refusals
 from .arguments import RunArguments, RunSettings, parse_args, resolve_settings
 from .launch import cuda_visible_devices, launch_command, server_command
 from .memory import run_memory_plan, server_plan
-from .run_config import lora_config, lora_fields, build_trl_config, trl_config_fields
+from .run_config import lora_config, lora_fields, build_trl_config
 from .runfolder import RunFolder
 from .stages import is_main_process, prepare, select_prompts
 
@@ -109,6 +109,13 @@ def resume_point(settings:RunSettings, folder:RunFolder) -> str|None:
     from transformers.trainer_utils import get_last_checkpoint
     return get_last_checkpoint(str(folder.trainer)) if settings.resume and folder.trainer.is_dir() else None
 
+def _recorded_config(settings:RunSettings) -> dict:
+    "The method's TRL config fields the run recorded (`caopd.stages.check_start` resolved them once, in the process the user started)."
+    if settings.trl_config is None:
+        raise Refusal(f"the settings of {settings.out} record no TRL config fields (trl_config): they were written by an "
+                      "earlier caopd, or not by caopd.stages.prepare; prepare the run again with caopd-train")
+    return settings.trl_config
+
 def _fit(settings:RunSettings, folder:RunFolder, train_rows, t0:float) -> RunFolder:
     "Build the method's trainer from `settings` and train it into `folder` (resumed from its last checkpoint), then save."
     # TRL, peft and the trainer are imported only by a run that trains: a refusal or a plan answers without them (seconds)
@@ -128,7 +135,7 @@ def _fit(settings:RunSettings, folder:RunFolder, train_rows, t0:float) -> RunFol
     log, guard = RunFolderLog(folder), NonFiniteGuard()  # a step whose loss or gradient is not finite is skipped
     trainer = build_trainer(settings.method, settings.start, settings.domain, train_dataset=train_rows,
                             output_dir=folder.trainer, peft_config=lora_config(settings),
-                            callbacks=[StepTimer(), guard, log, StopWhenTrained()], **trl_config_fields(settings, folder))
+                            callbacks=[StepTimer(), guard, log, StopWhenTrained()], **_recorded_config(settings))
     log.trainer = trainer
     guard.attach(trainer)
     on_cpu = trainer.accelerator.device.type == 'cpu'  # rollouts by transformers' generate: prefix once, NucleusSampler
