@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses, gc, logging, shlex, shutil, subprocess, sys, time
 from pathlib import Path
 
-from .arguments import RunArguments, RunSettings, cli_args, parse_args, resolve_settings
+from .arguments import RunArguments, RunSettings, parse_args, resolve_settings
 from .evaluation import EvalArguments
-from .cli import refusals
+from .cli import Refusal, refusals
 from .io import read_json, read_jsonl, write_jsonl
 from .runfolder import RunFolder
 from .stages import Run, prepare
@@ -17,8 +17,9 @@ from .stages import Run, prepare
 _log = logging.getLogger('caopd.pipeline')  # the library's messages (caopd/__init__.py shows them)
 
 # %% auto #0
-__all__ = ['Evaluation', 'run_eval_arguments', 'evaluation_command', 'read_evaluation', 'evaluation_stage', 'training_stage',
-           'metrics_stage', 'run_metrics', 'scale_text', 'figures_stage', 'finish', 'rescore_run', 'run_all', 'main']
+__all__ = ['Evaluation', 'run_eval_arguments', 'evaluation_command', 'read_evaluation', 'evaluate_run', 'evaluate_recorded',
+           'evaluation_stage', 'training_stage', 'metrics_stage', 'run_metrics', 'scale_text', 'figures_stage',
+           'finish', 'rescore_run', 'run_all', 'main']
 
 # %% ../nbs/13a_pipeline.ipynb #p008
 @dataclasses.dataclass
@@ -43,10 +44,12 @@ def run_eval_arguments(settings:RunSettings, # the run's settings
                          seed=settings.seed, dtype=settings.dtype,
                          readout_decimals=settings.readout_decimals)  # the expected stated confidence (ours), beside the stated
 
-def evaluation_command(args:EvalArguments, # `run_eval_arguments(...)`, or any evaluation's options
+def evaluation_command(folder:RunFolder, # the run's folder: its settings.json is the run's record
+                       which:str, # 'before' or 'after'
+                       model:str, # the model evaluated
                       ) -> list[str]:
-    "The `caopd-evaluate` command line (as `python -m caopd.evaluation`) of an evaluation: its options that differ from the defaults."
-    return [sys.executable, '-m', 'caopd.evaluation', *cli_args(args)]
+    "The child process of a run's evaluation (vLLM's: its engine frees its GPU memory only when its process ends): it reads the run from its record (`evaluate_recorded`), as the training processes do."
+    return [sys.executable, '-m', 'caopd.pipeline', '--settings', str(folder.settings), '--evaluate', which, str(model)]
 
 def read_evaluation(out:str|Path, # an evaluation's folder, as `caopd.evaluation.write_run` leaves it
                    ) -> Evaluation:
@@ -58,32 +61,51 @@ def read_evaluation(out:str|Path, # an evaluation's folder, as `caopd.evaluation
                 if any(r.get('elicited_confidence') is not None for r in records) else None)
     return Evaluation(records, saved['report'], saved.get('expected'), elicited, saved['settings'])
 
+def evaluate_run(settings:RunSettings, # the run's settings (`prepare(...).settings`, or its record)
+                 which:str, # 'before' or 'after'
+                 model:str, # the model evaluated: the start, or the trained checkpoint
+                ):
+    "Evaluate `model` on the run's test prompts into eval/<which>, in this process, by the backend the run resolves for it; a rerun keeps the samples there and makes the missing ones."
+    from caopd.evaluation import elicit_confidence, evaluate
+    from caopd.generation import resolve_backend
+    s, out = settings, RunFolder(settings.out).eval(which)
+    args = run_eval_arguments(s, model, out)
+    name = f"{s.model} (start)" if which == 'before' else f"{s.model} + {s.method}"
+    if resolve_backend(model, s.backend) == 'vllm':
+        evaluate(model, args=dataclasses.replace(args, backend='vllm', dtype=None), name=name, progress=False)
+        return
+    records, _ = evaluate(model, args=dataclasses.replace(args, backend='transformers'), name=name, progress=False)
+    if s.elicit and any('elicited_confidence' not in r for r in records):
+        from caopd.models import chat_template_kwargs, load_model
+        lm, tok = load_model(model, dtype=s.dtype)
+        conf = elicit_confidence(lm, tok, [r['prompt'] for r in records], [r['completion'] for r in records],
+                                 chat_template_kwargs(s.model, tok), batch_size=s.eval_batch_size)
+        for r, c in zip(records, conf): r['elicited_confidence'] = c
+        write_jsonl(out/'records.jsonl', records)
+        del lm
+    gc.collect()
+    if 'torch' in sys.modules and sys.modules['torch'].cuda.is_available(): sys.modules['torch'].cuda.empty_cache()
+
+def evaluate_recorded(path:str|Path, # the run's settings.json, as `prepare` wrote it
+                      which:str, model:str, # as `evaluate_run`'s
+                     ):
+    "`evaluate_run` in a child process (`evaluation_command`): the run read from its record, never resolved again."
+    if which not in ('before', 'after'): raise Refusal(f"--evaluate takes 'before' or 'after', got {which!r}")
+    try: record = read_json(path, 'caopd-train writes it before the run is evaluated')
+    except (FileNotFoundError, ValueError) as e: raise Refusal(str(e)) from None
+    evaluate_run(RunSettings.from_record(record, str(path)), which, model)
+
 def evaluation_stage(run:Run, # `prepare(...)`
                      which:str, # 'before' or 'after'
                      model:str, # the model evaluated: `run.start`, or the trained checkpoint
                     ) -> Evaluation:
-    "Evaluate `model` on the run's test prompts into eval/<which>; a rerun keeps the samples there and makes the missing ones."
-    from caopd.evaluation import elicit_confidence, evaluate
+    "Evaluate `model` on the run's test prompts into eval/<which> (vLLM in a child process), and read it back."
     from caopd.generation import resolve_backend
-    s, out = run.settings, run.folder.eval(which)
-    args = run_eval_arguments(s, model, out)
-    if resolve_backend(model, s.backend) == 'vllm':
-        # a vLLM engine holds its GPU memory until its process ends, and training needs it next: a child process
-        subprocess.run(evaluation_command(dataclasses.replace(args, backend='vllm', dtype=None)), check=True)
-    else:
-        name = f"{s.model} (start)" if which == 'before' else f"{s.model} + {s.method}"
-        records, _ = evaluate(model, args=dataclasses.replace(args, backend='transformers'), name=name, progress=False)
-        if s.elicit and any('elicited_confidence' not in r for r in records):
-            from caopd.models import chat_template_kwargs, load_model
-            lm, tok = load_model(model, dtype=s.dtype)
-            conf = elicit_confidence(lm, tok, [r['prompt'] for r in records], [r['completion'] for r in records],
-                                     chat_template_kwargs(s.model, tok), batch_size=s.eval_batch_size)
-            for r, c in zip(records, conf): r['elicited_confidence'] = c
-            write_jsonl(out/'records.jsonl', records)
-            del lm
-        gc.collect()
-        if 'torch' in sys.modules and sys.modules['torch'].cuda.is_available(): sys.modules['torch'].cuda.empty_cache()
-    return read_evaluation(out)
+    if resolve_backend(model, run.settings.backend) == 'vllm':
+        subprocess.run(evaluation_command(run.folder, which, model), check=True)
+    else: evaluate_run(run.settings, which, model)
+    return read_evaluation(run.folder.eval(which))
+
 
 # %% ../nbs/13a_pipeline.ipynb #p010
 def training_stage(run:Run, # `prepare(...)`
@@ -224,8 +246,7 @@ def run_all(args:RunArguments, # the run's parameters
     "Make a whole run folder, stage by stage: claim and warm up, evaluate, train, evaluate, metrics, figures (a rerun resumes)."
     if args.dry_run:
         from caopd.train import dry_run
-        dry_run(args)
-        return RunFolder(resolve_settings(args).out)
+        return RunFolder(dry_run(args)['settings'].out)
     run = prepare(args)
     before = evaluation_stage(run, 'before', run.start) if args.evaluations else None
     trained = training_stage(run)
@@ -241,8 +262,15 @@ def run_all(args:RunArguments, # the run's parameters
     return run.folder
 
 def main(argv:list[str]|None=None):
-    "Make one run folder (see `RunArguments`; `--help` lists them): exit 0 when it finished, 2 and one line when refused."
-    with refusals('caopd-train'): run_all(parse_args(argv))
+    """Make one run folder (see `RunArguments`; `--help` lists them): exit 0 when it finished, 2 and one line when
+    refused. `--settings FILE --evaluate WHICH MODEL` is a run's evaluation child (`evaluation_command`)."""
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    with refusals('caopd-train'):
+        if argv[:1] != ['--settings']: run_all(parse_args(argv)); return
+        if len(argv) != 5 or argv[2] != '--evaluate':
+            raise Refusal("--settings FILE --evaluate WHICH MODEL evaluates a run whose record FILE is (caopd-train starts "
+                          "it); the run's arguments are in the record")
+        evaluate_recorded(argv[1], argv[3], argv[4])
 
 # %% ../nbs/13a_pipeline.ipynb #p018
 if __name__ == '__main__' and Path(sys.argv[0]).name == 'pipeline.py': main()  # python -m caopd.pipeline (not a notebook kernel)

@@ -110,6 +110,8 @@ def main():
     from caopd.evaluation import evaluate
     from caopd.models import chat_template_kwargs, load_tokenizer
     from caopd.pipeline import run_eval_arguments
+    from caopd.runfolder import RunFolder
+    from caopd.stages import check_start
     hf_logging.set_verbosity_error(); hf_logging.disable_progress_bar()
 
     threads, t_all = torch.get_num_threads(), time.perf_counter()
@@ -127,6 +129,7 @@ def main():
         start, rows, what = bench_trainer.warm_start(tmp, argparse.Namespace(start=a.start))
         print(f"\n{what} ({time.perf_counter() - t0:.0f} s)", flush=True)
         settings = resolve_settings(RunArguments(seed=0, out=f'{tmp}/run'))
+        settings = check_start(settings, RunFolder(settings.out))  # the readout's decimals, as the main job records them
 
         attention, seconds = {}, {}
         linear = torch.nn.modules.module.register_module_forward_hook(linear_hook)
