@@ -25,7 +25,6 @@ torch.cuda.set_device = lambda device: None
 
 import importlib.util
 import caopd.arguments, caopd.train as T
-from caopd.run_config import trl_config_fields
 find = importlib.util.find_spec  # vLLM installed, as caopd's check sees it (TRL's own checks would import it)
 caopd.arguments.importlib = SimpleNamespace(util=SimpleNamespace(
     find_spec=lambda name, *a: object() if name == 'vllm' else find(name, *a)))
@@ -33,7 +32,7 @@ caopd.arguments.importlib = SimpleNamespace(util=SimpleNamespace(
 def stop_at_the_trainer(settings, folder, train_rows, t0):
     "`caopd.train._fit` up to the trainer: what it would build the trainer with."
     with open(out, 'w') as f:
-        json.dump(dict(settings=settings.record(), config=trl_config_fields(settings, folder), prompts=len(train_rows),
+        json.dump(dict(settings=settings.record(), config=T._recorded_config(settings), prompts=len(train_rows),
                        visible=seen, resume_from=T.resume_point(settings, folder)), f, default=str)
     return folder
 

@@ -84,7 +84,8 @@ def test_the_launched_process_trains_the_parents_plan(name, node, tmp_path):
     if narrowed: assert env['CUDA_VISIBLE_DEVICES'] == seen
     assert got['settings'] == prepared.folder.read_settings() == prepared.settings.record()  # the record, unchanged
     parent = json.loads(json.dumps(trl_config_fields(prepared.settings, prepared.folder), default=str))
-    assert got['config'] == parent and got['prompts'] == prepared.settings.n_train_prompts
+    assert got['config'] == prepared.settings.trl_config == parent  # the fields the parent recorded, as it resolves them
+    assert got['prompts'] == prepared.settings.n_train_prompts
     if prepared.settings.vllm_mode == 'server':  # the server on the GPUs the training does not see
         server = server_command(prepared.settings)
         assert server[1] == 'CUDA_VISIBLE_DEVICES=' + ','.join(str(g) for g in range(gpus) if str(g) not in seen.split(','))
