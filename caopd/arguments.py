@@ -82,15 +82,10 @@ def _world(run:RunArguments, preset:str, server_gpus:int=0) -> int:
                          f"launch with --num_processes {run.num_processes}, or drop num_processes")
     return int(env) if env is not None else want
 
-# %% ../nbs/11a_arguments.ipynb #c011-1
-def resolve_settings(run:RunArguments) -> RunSettings:
-    "Everything `settings.json` records about `run`: the preset filled in, the protocol, the batch arithmetic (no side effect; `caopd.stages.prepare` adds this process's environment)."
+# %% ../nbs/11a_arguments.ipynb #c011-0
+def _preset(run:RunArguments) -> tuple[str, dict, bool]:
+    "The run's preset (`auto`: by the model), its values under the run's own, and whether a GPU is here; refused where it cannot run here."
     import torch
-    from caopd.domains import check_domain
-    from caopd.provenance import check_no_credentials
-    from caopd.runfolder import protocol
-    from caopd.machine import version_table
-    from caopd.runfolder import run_folder
     from caopd.machine import NoGPUError, cpu_refusal, cpu_sized, gpu_refusal
     gpu = torch.cuda.is_available()
     preset = run.preset
@@ -109,16 +104,10 @@ def resolve_settings(run:RunArguments) -> RunSettings:
         raise Refusal(f"use_vllm=True (the {preset} preset's rollouts) but vLLM is not installed here: rebuild the "
                       f"environment with it (CAOPD_EXTRAS=vllm .ci/env true, or pip install 'caopd[vllm]'), or pass "
                       f"-p use_vllm False (--use_vllm false) to generate the rollouts with transformers")
-    # a dry run of the paper's preset without a GPU plans the paper's node: its settings are the node's, not this machine's
-    node_gpu = gpu or (preset == 'paper' and run.dry_run)
-    dtype = run.dtype if run.dtype != 'auto' else 'bfloat16' if node_gpu else 'float32'
-    if cfg['format_warmup'] in OFF: cfg['format_warmup'] = False
-    overrides = json_object(run.trainer_overrides, 'trainer_overrides') or {}  # RUN_RULES checked it; set later: here
-    check_no_credentials({**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)}, 'trainer_overrides': overrides},
-                         'caopd.train')  # before anything is written or printed
+    return preset, cfg, gpu
 
-    # continual training starts from an earlier run's checkpoint and extends its sequence of training domains
-    domain = check_domain(cfg.pop('domain'))  # the run's, else the preset's
+def _lineage(run:RunArguments, domain:str, cfg:dict) -> tuple[str, list, str]:
+    "Continual training starts from an earlier run's checkpoint and extends its training domains: (start, train_domains, model name); its warm-up is off in `cfg`."
     start, train_domains, model_name = run.model, [domain], run.model
     if run.init_from is not None:
         if not is_run(run.init_from) and not run.dry_run:
@@ -132,6 +121,28 @@ def resolve_settings(run:RunArguments) -> RunSettings:
             train_domains, model_name = list(prev['train_domains']) + [domain], prev['model']
         else: train_domains = ['(init_from)', domain]  # a dry run before its first stage ran
         cfg['format_warmup'] = False  # the earlier run's checkpoint already answers in the format
+    return start, train_domains, model_name
+
+
+# %% ../nbs/11a_arguments.ipynb #c011-1
+def resolve_settings(run:RunArguments) -> RunSettings:
+    "Everything `settings.json` records about `run`: the preset filled in, the protocol, the batch arithmetic (no side effect; `caopd.stages.prepare` adds this process's environment)."
+    from caopd.domains import check_domain
+    from caopd.provenance import check_no_credentials
+    from caopd.runfolder import protocol
+    from caopd.machine import version_table
+    from caopd.runfolder import run_folder
+    preset, cfg, gpu = _preset(run)
+    # a dry run of the paper's preset without a GPU plans the paper's node: its settings are the node's, not this machine's
+    node_gpu = gpu or (preset == 'paper' and run.dry_run)
+    dtype = run.dtype if run.dtype != 'auto' else 'bfloat16' if node_gpu else 'float32'
+    if cfg['format_warmup'] in OFF: cfg['format_warmup'] = False
+    overrides = json_object(run.trainer_overrides, 'trainer_overrides') or {}  # RUN_RULES checked it; set later: here
+    check_no_credentials({**{f.name: getattr(run, f.name) for f in dataclasses.fields(run)}, 'trainer_overrides': overrides},
+                         'caopd.train')  # before anything is written or printed
+
+    domain = check_domain(cfg.pop('domain'))  # the run's, else the preset's
+    start, train_domains, model_name = _lineage(run, domain, cfg)  # continual training: an earlier run's
     eval_domain = run.eval_domain or domain
     # the warm-up stands in for the instruction tuning behind the paper's models, which answer in every domain's format
     # from the start; so by default it shows the formats of the domains the run trains and is tested on (ours)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses, gc, logging, shlex, shutil, subprocess, sys, time
 from pathlib import Path
 
-from .arguments import RunArguments, RunSettings, parse_args, resolve_settings
+from .arguments import RunArguments, RunSettings, parse_args
 from .evaluation import EvalArguments
 from .cli import Refusal, refusals
 from .io import read_json, read_jsonl, write_jsonl
@@ -61,6 +61,7 @@ def read_evaluation(out:str|Path, # an evaluation's folder, as `caopd.evaluation
                 if any(r.get('elicited_confidence') is not None for r in records) else None)
     return Evaluation(records, saved['report'], saved.get('expected'), elicited, saved['settings'])
 
+# %% ../nbs/13a_pipeline.ipynb #p008b
 def evaluate_run(settings:RunSettings, # the run's settings (`prepare(...).settings`, or its record)
                  which:str, # 'before' or 'after'
                  model:str, # the model evaluated: the start, or the trained checkpoint

@@ -4,7 +4,7 @@
 
 # %% ../nbs/10c_settings.ipynb #st02
 from __future__ import annotations
-import dataclasses, typing
+import typing
 from dataclasses import dataclass
 
 from .cli import boolean, integer, named, nonempty, one_of, real
@@ -70,7 +70,7 @@ _yes = (boolean, '')  # a flag's rule
 
 # %% ../nbs/10c_settings.ipynb #st10
 _S = Setting
-SETTINGS = (  # every setting of a run, once; the order of the flags in --help and of settings.json
+_RUN = (
     # what trains, from where, on what, and how it is tested
     _S('model', str, "paper alias (Qwen3-8B, Olmo-3-7B-Instruct, ...), Hugging Face id or local folder",
       (nonempty, 'a paper alias, Hugging Face id or local folder'), default='smollm2-135m-instruct', identity=True),
@@ -101,6 +101,10 @@ SETTINGS = (  # every setting of a run, once; the order of the flags in --help a
     _S('format_warmup_domains', str, "domains whose training demonstrations the warm-up shows, comma-separated; None: "
       "the training and the test domain", (named(_domains), 'comma-separated'), recorded=False),
     _S('warmup_domains', list, "the domains the format warm-up shows (empty: no warm-up)", argument=False, identity=True),
+)
+
+# %% ../nbs/10c_settings.ipynb #st10ax
+_BUDGET = (
     # the method's budget
     _S('K', int, f"rollouts per prompt for mu_hat ({TABLE6.cite('K')})",
       (integer(1), f"rollouts per prompt behind mu_hat, {TABLE6.cite('K')}; CaOPD needs 2 or more, caopd.config says why"),
@@ -133,6 +137,10 @@ SETTINGS = (  # every setting of a run, once; the order of the flags in --help a
       identity=True, trl=True),
     _S('n_train', int, "training prompts used (0: the whole train split)", (integer(0), '0: the whole train split'),
       cpu=64, paper=0, identity=True),
+)
+
+# %% ../nbs/10c_settings.ipynb #st10bx
+_EVALUATION = (
     # the evaluation
     _S('eval_limit', int, "test prompts evaluated (0: the whole test split)", (integer(0), '0: the whole test split'),
       cpu=0, paper=0, identity=True),
@@ -183,6 +191,10 @@ SETTINGS = (  # every setting of a run, once; the order of the flags in --help a
       paper=False, identity=True),
     _S('evaluations', bool, "evaluate the start and the trained model (caopd-train, nbs/train.ipynb); False: train only "
       "(the folder is then not finished: no metrics.json)", _yes, default=True, recorded=False),
+)
+
+# %% ../nbs/10c_settings.ipynb #st10cx
+_NODE = (
     # the node: processes, vLLM, LoRA, memory, precision
     _S('use_vllm', bool, "vLLM for training rollouts", _yes, cpu=False, paper=TABLE6.inference_engine == 'vLLM'),
     _S('vllm_mode', str, "'colocate' (vLLM shares the training GPUs) or 'server' (`trl vllm-serve` on GPUs of its own)",
@@ -239,6 +251,10 @@ SETTINGS = (  # every setting of a run, once; the order of the flags in --help a
       recorded=False),
     _S('versions', list, "torch, CUDA, vLLM, TRL and transformers against their supported ranges (caopd.machine)",
       argument=False),
+)
+
+# %% ../nbs/10c_settings.ipynb #st10dx
+_LATER = (
     # filled by the stages of `caopd.stages.prepare`, where a process starts its work
     _S('trl_config', dict | None, "the method's TRL config fields (caopd.run_config.trl_config_fields), resolved once by "
        "the process the user started (caopd.stages.check_start); the training processes build the config from them",
@@ -256,6 +272,7 @@ SETTINGS = (  # every setting of a run, once; the order of the flags in --help a
     _S('warmup_prompts_sha256', str | None, "digest of the warm-up's prompts", argument=False, later=True, identity=True),
     _S('warmup', dict | None, "the warm-up's record (warmup.json)", argument=False, later=True),
 )
+SETTINGS = (*_RUN, *_BUDGET, *_EVALUATION, *_NODE, *_LATER)  # every setting of a run, once; the order of the flags in --help and of settings.json
 del _S
 
 # %% ../nbs/10c_settings.ipynb #st15
