@@ -376,6 +376,52 @@ def graded_start() -> str:
     return '\n'.join(lines[:2] + [l for l in lines[2:] if l.split(' | ')[0].removeprefix('| ') in keep]) + '\n'
 
 
+# --- a budget that keeps accuracy? (issue 64, item 4; nbs/grids/budget.yaml) ---
+
+BUDGET_RUNS = ROOT/'figures'/'runs'/'budget'
+BUDGET_REFERENCES = ('arithmetic-caopd-sdft', 'arithmetic-calweight10')  # the laptop grid's runs the budgets are read beside
+
+
+def _budget_rows(name:str, folders:list) -> list:
+    """A budget's rows: each seed, then (for several) every answer of every seed pooled; what it trained with, accuracy,
+    mean stated confidence and ECE before and after, and after training the Brier skill over a constant at its accuracy and the AUROC within a level
+    (95% intervals over questions, pooled: over seeds, then questions)."""
+    from caopd.runfolder import RunFolder
+    from caopd.seeds import pooled_report, seed_records, seed_report
+    s = RunFolder(folders[0]).read_settings()
+    weight = (s.get('trainer_overrides') or {}).get('calibration_weight', 1)
+    what = [s['max_steps'], f"{s['learning_rate']:g}", f'{weight:g}']
+    parts = [(str(RunFolder(f).read_settings()['seed']), [seed_records(f, w) for w in ('before', 'after')]) for f in folders]
+    if len(folders) > 1: parts.append(('all', [sum((p[1][i] for p in parts), []) for i in (0, 1)]))
+    rows = []
+    for seed, (before, after) in parts:
+        b, a = (pooled_report(r) if seed == 'all' else seed_report(r) for r in (before, after))
+        rows.append([name, seed, *what, ci(b, 'accuracy'), ci(a, 'accuracy'), ci(b, 'mean_confidence'),
+                     ci(a, 'mean_confidence'), ci(b, 'ece'), ci(a, 'ece'), ci(a, 'brier_skill'), ci(a, 'level_auroc'), 'yes' if a['accuracy_hi'] >= b['accuracy'] else 'no',
+                     'yes' if a['ece_hi'] < b['ece_lo'] else 'no'])
+    return rows
+
+
+def budgets() -> str:
+    """Each budget of `nbs/grids/budget.yaml` (figures/runs/budget) beside the laptop grid's CaOPD (SDFT) runs at the
+    preset's budget and with calibration_weight=10, seed by seed and pooled: accuracy kept means the trained model's
+    interval reaches the start's accuracy; ECE apart, that its ECE's interval lies below the start's."""
+    from caopd.grid import read_grid
+    grid = read_grid(ROOT/'nbs'/'grids'/'budget.yaml')
+    missing = [name for name, _ in grid['runs'] if not (BUDGET_RUNS/name/'metrics.json').is_file()]
+    if missing: raise FileNotFoundError(f"{', '.join(missing)} of nbs/grids/budget.yaml not run: python -m caopd.runs "
+                                        "nbs/grids/budget.yaml makes them")
+    tried = {}  # budget -> its run folders, seeds in order (a grid run is named <budget>-<seed>)
+    for name, _ in grid['runs']: tried.setdefault(name.rsplit('-', 1)[0], []).append(BUDGET_RUNS/name)
+    seeds = sorted({p.name.rsplit('-', 1)[1] for v in tried.values() for p in v})
+    refs = {f'cpu/{r}': [RUNS/f'{r}-{seed}' for seed in seeds] for r in BUDGET_REFERENCES}
+    rows = [row for name, folders in [*refs.items(), *((f'budget/{k}', v) for k, v in tried.items())]
+            for row in _budget_rows(name, folders)]
+    return _table(['run', 'seed', 'steps', 'learning rate', 'calibration weight', 'accuracy before', 'accuracy after',
+                   'mean confidence before', 'mean confidence after', 'ECE before', 'ECE after', 'Brier skill after', 'AUROC within a level after', 'accuracy kept',
+                   'ECE apart'], rows)
+
+
 # --- the expected stated confidence (ours; issue 41) ---
 
 def readout(folder:str='gpu-readout') -> str:
