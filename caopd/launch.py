@@ -4,38 +4,29 @@
 
 # %% ../nbs/12c_launch.ipynb #l002
 from __future__ import annotations
-import contextlib, dataclasses, os, sys
+import contextlib, os, sys
 from pathlib import Path
 
-from .cli import Refusal
-from .arguments import RunArguments, RunSettings, cli_args, prompt_limit, recipe_path, resolve_settings
+from .arguments import RunSettings, prompt_limit, recipe_path
 
 # %% auto #0
 __all__ = ['launch_command', 'cuda_visible_devices', 'server_command', 'vllm_server', 'run_logged']
 
 # %% ../nbs/12c_launch.ipynb #20e8ed00
-def launch_command(run:RunArguments, settings:RunSettings|None=None,
-                   record:str|Path|None=None, # the settings record the processes read (`train_recorded`): the run folder's settings.json
+def launch_command(settings:RunSettings, # the run's settings, as `caopd.stages.prepare` recorded them
+                   record:str|Path, # that record, which every process reads (`train_recorded`): the run folder's settings.json
                   ) -> list[str]:
-    "The command that trains `run`: python, accelerate launch (GPUs, FSDP2) or torchrun (CPU processes); with `record`, the processes read the run from it instead of resolving `run`'s arguments again."
+    "The command that trains the run `record` holds: python, accelerate launch (GPUs, FSDP2) or torchrun (CPU processes)."
     import torch
-    settings = settings or resolve_settings(run)
-    if settings.training_gpus and record is None:  # each process would plan again on the GPUs left to it, and refuse
-        raise Refusal("in vllm_mode='server' the training processes see only their own GPUs, so they must read the run's "
-                      "record instead of planning it again: pass record=<out>/settings.json (caopd-train writes it and "
-                      "does so)")
-    n = settings.world_size
-    args = ['-m', 'caopd.train', *(['--settings', str(record)] if record is not None else
-                                   cli_args(dataclasses.replace(run, dry_run=False)))]
-    if settings.training_gpus:  # server mode: training does not see the server's GPUs
-        return ['env', cuda_visible_devices(settings.training_gpus),
-                *launch_command(run, dataclasses.replace(settings, training_gpus=None), record)]
-    if n == 1: return [sys.executable, *args]
+    n, args = settings.world_size, ['-m', 'caopd.train', '--settings', str(record)]
+    # server mode: the training processes do not see the server's GPUs
+    env = ['env', cuda_visible_devices(settings.training_gpus)] if settings.training_gpus else []
+    if n == 1: return [*env, sys.executable, *args]
     if torch.cuda.is_available() or settings.preset == 'paper':
         offload = ['--fsdp_offload_params', 'true'] if settings.fsdp_offload else []  # over the recipe's false
-        return ['accelerate', 'launch', '--config_file', str(recipe_path('accelerate_fsdp2.yaml')),
+        return [*env, 'accelerate', 'launch', '--config_file', str(recipe_path('accelerate_fsdp2.yaml')),
                 '--num_processes', str(n), *offload, *args]
-    return [sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', str(n), *args]
+    return [*env, sys.executable, '-m', 'torch.distributed.run', '--standalone', '--nproc_per_node', str(n), *args]
 
 def cuda_visible_devices(ids:list[int]) -> str:
     "The environment assignment that shows a process only the GPUs `ids`."
@@ -73,7 +64,7 @@ def vllm_server(settings:RunSettings, # `resolve_settings(...)`
 # %% ../nbs/12c_launch.ipynb #c029b
 _QUIET = ('Writing model shards', 'warnings.warn')  # lines kept in the log but not echoed
 
-def run_logged(cmd:list[str], # the command, e.g. `launch_command(run)`
+def run_logged(cmd:list[str], # the command, e.g. `launch_command(settings, record)`
                log_path:str|Path, # where its output goes (overwritten)
                echo:bool=True, # also print each line here
                timeout:float|None=None, # seconds before the child and every process it started are killed; None: no limit

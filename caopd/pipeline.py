@@ -123,7 +123,7 @@ def training_stage(run:Run, # `prepare(...)`
     if (last := resume_point(s, folder)):  # the training process resumes from it: said here too, where the run is read
         print(f"resuming from {last}: this run was stopped there before (resume=False trains it again from the start)",
               flush=True)
-    cmd = launch_command(run.args, s, folder.settings)  # the processes read the run as `prepare` recorded it, never resolve it again
+    cmd = launch_command(s, folder.settings)  # the processes read the run as `prepare` recorded it, never resolve it again
     if server_command(s):  # server mode: the vLLM server on its own GPUs for the training's length
         print(f"$ {shlex.join(server_command(s))}  # vLLM server, output in {folder.path/'vllm_server.log'}", flush=True)
     print('$ ' + shlex.join(cmd), flush=True)

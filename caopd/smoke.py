@@ -15,9 +15,9 @@ from .paper import TABLE6
 # %% auto #0
 __all__ = ['SMOKE_MODEL', 'STATUSES', 'ROWS', 'NEEDS_VLLM', 'N_QUESTIONS', 'KILLED_TRAIN', 'SEND_BACK', 'VLLM_OFF', 'row_title',
            'NotRun', 'CheckFailed', 'expect', 'parse_memory_used', 'gpu_memory_used', 'GPUPeak', 'SmokeContext',
-           'run_check', 'tiny_model_dir', 'smoke_run', 'plan_gib', 'check_versions', 'check_vllm_eval', 'check_train',
-           'check_resume', 'check_save_reload', 'check_fsdp2_train', 'check_fsdp2_lora_save', 'planned_rows',
-           'exit_code', 'smoke_markdown', 'smoke', 'main']
+           'run_check', 'tiny_model_dir', 'smoke_run', 'train_command', 'plan_gib', 'check_versions', 'check_vllm_eval',
+           'check_train', 'check_resume', 'check_save_reload', 'check_fsdp2_train', 'check_fsdp2_lora_save',
+           'planned_rows', 'exit_code', 'smoke_markdown', 'smoke', 'main']
 
 # %% ../nbs/14_smoke.ipynb #c006
 SMOKE_MODEL = 'Qwen3-0.6B'  # the paper's smallest model: every GPU row runs it
@@ -184,6 +184,11 @@ def smoke_run(ctx:SmokeContext, # the shared context
     return RunArguments(**{**base, 'method': 'caopd-sdft', 'max_steps': 2, 'save_steps': 1, 'num_processes': 1,
                            'out': str(out), **changes})
 
+def train_command(run) -> list[str]:
+    "The training stage of `run` (`RunArguments`) as a user types it: `python -m caopd.train` with its arguments."
+    from caopd.arguments import cli_args
+    return [sys.executable, '-m', 'caopd.train', *cli_args(run)]
+
 def plan_gib(ctx:SmokeContext, # the shared context
              settings, # `caopd.arguments.resolve_settings` of the run (a `RunSettings`)
              gpu:str='auto', # the GPU of the plan ('auto': the visible one)
@@ -244,11 +249,10 @@ def _finished_run(ctx:SmokeContext, run, steps:int, log:str):
 
 def check_train(ctx:SmokeContext, name:str='train') -> dict:
     "Rows `train`, `train_cpu`: two CaOPD-SDFT steps through `caopd.train` (vLLM colocated on a GPU), launched as a user would."
-    from caopd.launch import launch_command
     from caopd.arguments import resolve_settings
     run = smoke_run(ctx, name)
     settings = resolve_settings(run)
-    rc, _ = ctx.child(name, launch_command(run, settings))
+    rc, _ = ctx.child(name, train_command(run))
     expect(rc == 0, f'caopd.train exited with {rc}: see logs/{name}.log')
     f = _finished_run(ctx, run, 2, name)
     losses = ', '.join(f"{h['loss']:.3g}" for h in f.read_log() if 'loss' in h)
@@ -270,12 +274,11 @@ t.main(sys.argv[2:])
 
 def check_resume(ctx:SmokeContext, name:str='resume') -> dict:
     "Rows `resume`, `resume_cpu`: a run killed after checkpoint-2 keeps it (with the EMA teacher) and resumes from it."
-    from caopd.launch import launch_command
     from caopd.arguments import resolve_settings
     from caopd.trainer import EMA_TEACHER_FILE
     run = smoke_run(ctx, name, max_steps=3)
     settings = resolve_settings(run)
-    cmd = launch_command(run, settings)
+    cmd = train_command(run)  # one process: it trains where it prepared the run
     script = ctx.out/'logs'/'killed_train.py'
     script.write_text(KILLED_TRAIN)
     i = cmd.index('-m')  # `-m caopd.train` -> the script that kills it
@@ -330,14 +333,13 @@ def check_save_reload(ctx:SmokeContext, name:str='save_reload', train:str='train
 
 # %% ../nbs/14_smoke.ipynb #c033
 def _fsdp2_run(ctx:SmokeContext, name:str, **changes):
-    from caopd.launch import launch_command
     from caopd.arguments import resolve_settings
     run = smoke_run(ctx, name, num_processes=ctx.gpus, prompts_per_step=ctx.gpus, **changes)
     settings = resolve_settings(run)
-    cmd = launch_command(run, settings)
-    expect(cmd[:2] == ['accelerate', 'launch'] and 'accelerate_fsdp2.yaml' in ' '.join(cmd),
-           f'launch_command gave {cmd[:6]}, not accelerate launch with the FSDP2 recipe')
-    rc, _ = ctx.child(name, cmd)
+    rc, text = ctx.child(name, train_command(run))
+    launched = next((l for l in text.splitlines() if l.startswith('$ ')), '')  # what the stage printed and launched
+    expect(launched.startswith('$ accelerate launch') and 'accelerate_fsdp2.yaml' in launched,
+           f'the training stage launched {launched[:120]!r}, not accelerate launch with the FSDP2 recipe')
     expect(rc == 0, f'the {ctx.gpus}-process launch exited with {rc}: see logs/{name}.log')
     return run, settings
 

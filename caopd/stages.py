@@ -91,11 +91,7 @@ def warmup_stage(settings:RunSettings, # `select_prompts(...)[2]`: the run's set
         format_warmup(settings.start, warmup_rows, folder.warmup, warmup_mask=settings.format_warmup,
                       max_steps=settings.format_warmup_steps, seed=settings.seed, disable_tqdm=True,
                       bf16=settings.dtype == 'bfloat16')  # the run's compute dtype, as its training
-        if is_main_process():  # the one writer of the run folder
-            folder._write(record, {**json.loads(record.read_text()), 'prompts_sha256': want['prompts_sha256']})
-    if settings.world_size > 1:  # every process reads the record once the main one has completed it
-        from accelerate import PartialState
-        PartialState().wait_for_everyone()
+        folder._write(record, {**json.loads(record.read_text()), 'prompts_sha256': want['prompts_sha256']})
     return dataclasses.replace(settings, start=str(ckpt), warmup=json.loads(record.read_text()))
 
 # %% ../nbs/12f_stages.ipynb #s021
@@ -142,24 +138,25 @@ def prepare(args:RunArguments, # the run's parameters (`caopd.arguments.parse_ar
            ) -> Run:
     "Resolve and check the run, load its prompts, claim its folder (the same run resumes; another is refused or set aside), warm up, record the settings."
     from caopd.runfolder import run_identity
+    if int(os.environ.get('WORLD_SIZE', 1)) > 1:  # each process would plan the run again, on the GPUs it alone sees
+        raise Refusal("a run is prepared in one process, the one that launches its training processes (WORLD_SIZE is "
+                      f"{os.environ['WORLD_SIZE']} here): start caopd-train, or python -m caopd.train with the run's "
+                      "arguments, without a launcher; the processes it launches read the record it writes (--settings FILE)")
     t0 = time.time()  # the run's time counts the prompts' loading and the warm-up too (`caopd.pipeline.finish`)
     settings = settings or resolve_settings(args)
     settings = dataclasses.replace(settings, **process_record())  # where the process starts its work, not while resolving
-    folder, main = RunFolder(settings.out), is_main_process()
+    folder = RunFolder(settings.out)
     settings = check_start(settings, folder)  # an unknown tracker, a bad method config: refused before any data loads
     identity = run_identity(settings.record())
     if not args.overwrite: folder.claim(identity, main=False)  # another run in the folder is refused first; writes nothing
     check_plan(settings, args.gpu)  # a run that cannot fit stops here, before the warm-up and the evaluation
     train_rows, warmup_rows, settings = select_prompts(settings)
-    moved = folder.claim(identity, args.overwrite, main=main)  # one run per folder
+    moved = folder.claim(identity, args.overwrite)  # one run per folder
     if moved: _log.info(f"{folder.path} held another run; it was moved, whole, to {moved}")
-    if settings.world_size > 1:  # the other processes look into the folder once the main one has claimed it
-        from accelerate import PartialState
-        PartialState().wait_for_everyone()
     settings = warmup_stage(settings, warmup_rows, folder)
     # settings.json's one writer: this run's settings only (no key of an earlier run stays), written where they changed,
     # so the training stage started by caopd-train finds them written and leaves the file alone
-    if main and folder.read_settings(missing_ok=True) != settings.record(): folder.write_settings(settings.record())
+    if folder.read_settings(missing_ok=True) != settings.record(): folder.write_settings(settings.record())
     _log.info(f"train: {len(train_rows)} {settings.domain} prompts; test: {settings.n_eval_prompts} "
               f"{settings.eval_domain} prompts x {settings.eval_samples} samples; the run starts from {settings.start}")
     return Run(args, settings, folder, settings.start, t0, train_rows)

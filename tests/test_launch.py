@@ -74,7 +74,7 @@ def test_the_launched_process_trains_the_parents_plan(name, node, tmp_path):
     node(gpus)
     run = RunArguments(**params, out=str(tmp_path/'run'))
     prepared = prepare(run)  # the parent: resolved once, prompts drawn, the folder claimed, settings.json written
-    cmd = launch_command(run, prepared.settings, prepared.folder.settings)
+    cmd = launch_command(prepared.settings, prepared.folder.settings)
     assert cmd[cmd.index('caopd.train') + 1:] == ['--settings', str(prepared.folder.settings)]
     assert (cmd[0] == sys.executable) if launcher == 'python' else launcher in cmd
     res, got, env = launch(cmd, gpus, tmp_path/'child.json')
@@ -99,7 +99,7 @@ def test_a_launched_process_checks_what_is_its_own(node, tmp_path):
     node(4)
     run = RunArguments(**CASES['server-2'][1], out=str(tmp_path/'run'))
     prepared = prepare(run)
-    cmd = launch_command(run, prepared.settings, prepared.folder.settings)
+    cmd = launch_command(prepared.settings, prepared.folder.settings)
     wide = [c for c in cmd if not c.startswith('CUDA_VISIBLE_DEVICES=')]  # the server's GPUs left visible
     res, _, _ = launch(wide, 4, tmp_path/'child.json')
     assert res.returncode == 2 and 'plans training on 2 GPU(s) (CUDA_VISIBLE_DEVICES=0,1), but this process sees 4' in res.stderr
@@ -122,7 +122,7 @@ def test_a_killed_run_resumes_through_the_launch(node, tmp_path):
     node(4)
     params = dict(model='Qwen3-8B', out=str(tmp_path/'run'))
     first = prepare(RunArguments(**params))
-    cmd = launch_command(RunArguments(**params), first.settings, first.folder.settings)
+    cmd = launch_command(first.settings, first.folder.settings)
     res, got, _ = launch(cmd, 4, tmp_path/'first.json')
     assert res.returncode == 0 and got['resume_from'] is None, res.stderr[-3000:]
     for step in (50, 100): (first.folder.trainer/f'checkpoint-{step}').mkdir(parents=True)  # then the node went down
@@ -130,7 +130,7 @@ def test_a_killed_run_resumes_through_the_launch(node, tmp_path):
     run = RunArguments(**params)  # the same command, typed again
     again = prepare(run)
     assert again.settings.record() == first.settings.record() == first.folder.read_settings()
-    assert launch_command(run, again.settings, again.folder.settings) == cmd
+    assert launch_command(again.settings, again.folder.settings) == cmd
     res, got, _ = launch(cmd, 4, tmp_path/'again.json')
     assert res.returncode == 0, res.stderr[-3000:]
     assert got['settings'] == first.settings.record() and got['prompts'] == first.settings.n_train_prompts

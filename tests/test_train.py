@@ -245,11 +245,25 @@ def test_killed_after_its_last_checkpoint_finishes_without_another_step(tmp_path
 
 
 @pytest.mark.slow
-def test_several_processes_without_a_launcher_are_refused(tmp_path):
-    "num_processes=2 started as one process would train alone on the batch planned for two: refused, naming the launch command."
+def test_two_processes_started_alone_write_the_record_and_launch_it(tmp_path):
+    """num_processes=2 started as one process: it prepares the run (settings.json, resolved once) and launches torchrun's
+    two processes, which read that record. A process a launcher started with the run's arguments is refused: it would
+    plan the run again."""
+    from caopd.runfolder import RunFolder
     out = tmp_path/'run'
-    res = subprocess.run([sys.executable, '-m', 'caopd.train', '--model', tiny_model_dir(tmp_path/'tiny'), '--out', str(out),
-                          *TINY_ARGS, '--num_processes', '2'], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                         env={k: v for k, v in os.environ.items() if k != 'WORLD_SIZE'})
-    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1, res.stderr[-2000:]
-    assert 'torch.distributed.run' in res.stderr and 'num_processes=1' in res.stderr and not out.exists()
+    args = ['--model', tiny_model_dir(tmp_path/'tiny'), '--out', str(out), '--preset', 'cpu', '--K', '2', '--n_train', '8',
+            '--prompts_per_step', '2', '--max_completion_length', '8', '--format_warmup', 'off', '--max_steps', '1',
+            '--num_processes', '2']
+    env = {k: v for k, v in os.environ.items() if k not in ('WORLD_SIZE', 'RANK')}
+    launched = subprocess.run([sys.executable, '-m', 'caopd.train', *args], cwd=ROOT, capture_output=True, text=True,
+                              timeout=600, env={**env, 'WORLD_SIZE': '2', 'RANK': '1'})
+    assert launched.returncode == 2 and len(launched.stderr.strip().splitlines()) == 1, launched.stderr[-2000:]
+    assert 'a run is prepared in one process' in launched.stderr and not out.exists()
+    res = subprocess.run([sys.executable, '-m', 'caopd.train', *args], cwd=ROOT, capture_output=True, text=True,
+                         timeout=600, env=env)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-3000:]
+    line = next(l for l in res.stdout.splitlines() if l.startswith('$ '))
+    assert '-m torch.distributed.run --standalone --nproc_per_node 2 -m caopd.train --settings' in line, line
+    folder = RunFolder(out)
+    assert line.endswith(str(folder.settings)) and folder.read_training()['world_size'] == 2
+    assert (out/'train_output.log').is_file() and (out/'checkpoint'/'config.json').is_file()
