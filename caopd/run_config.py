@@ -51,6 +51,19 @@ def trl_config_fields(settings:RunSettings, # `resolve_settings(...)`
                                         top_k=GENERATE_TOP_K)
     return {**cfg, **settings.trainer_overrides}
 
+def _fields_only(method:str, fields:dict):
+    """`method`'s config class holding `fields` over the method's values and the class defaults, not built: its
+    `__post_init__`, which checks the fields and derives TrainingArguments' batch and device settings, is not run. For
+    arithmetic on the fields alone (`readout_decimals`), never to train with."""
+    from caopd.baselines import method_spec
+    spec = method_spec(method)
+    cls = spec.classes()[1]
+    default = lambda f: (f.default if f.default is not dataclasses.MISSING else
+                         f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
+    args = object.__new__(cls)
+    vars(args).update({**{f.name: default(f) for f in dataclasses.fields(cls)}, **spec.defaults, **fields})
+    return args
+
 def readout_decimals(settings:RunSettings, # `resolve_settings(...)`
                      folder:RunFolder|None=None, # the run folder (default: `settings.out`)
                      config=None, # the run's TRL config, built already (`build_trl_config`): a CaOPD run's is read, not built again
@@ -67,9 +80,9 @@ def readout_decimals(settings:RunSettings, # `resolve_settings(...)`
     method = settings.method if settings.method.startswith('caopd-') else f'caopd-{settings.method}'
     if method not in METHODS: return 2
     if config is not None and method == settings.method: args = config
-    else:  # a backbone's run: the config CaOPD on it would train with, for its decimals alone
+    else:  # a backbone's run: the fields CaOPD on it would train with (its config is never built: no one trains it)
         as_caopd = dataclasses.replace(settings, method=method, sampling=sampling_fields(method, settings.sampling_scheme, settings.K))
-        args = build_trl_config(as_caopd, folder or RunFolder(settings.out))
+        args = _fields_only(method, trl_config_fields(as_caopd, folder or RunFolder(settings.out)))
     return int(args.confidence_decimals) if args.confidence_decimals else max(2, confidence_decimals(config_confidence_k(args)))
 
 def lora_fields(settings:RunSettings) -> dict|None:
