@@ -250,13 +250,18 @@ def _recipe(name:str) -> dict:
 RUN_FIELDS = frozenset(f.name for f in dataclasses.fields(RunArguments))  # the run arguments, by name (the train notebook's run parameters)
 
 def trl_fields_dataclass(method:str) -> type:
-    "The fields of `method`'s TRL config that are not run arguments, as a dataclass of their own (`<Config>Fields`, its `trl_config` the config): what `run_parser` parses beside `RunArguments`."
+    """The fields of `method`'s TRL config that are not run arguments, as a dataclass of their own (`<Config>Fields`, its
+    `trl_config` the config) that is a parser's spec: each field's default is `argparse.SUPPRESS`, so that a field is
+    in the parsed namespace only where given (an override), and its help says TRL's default."""
     from caopd.baselines import method_spec
     cls = method_spec(method).classes()[1]
     hints, skip = typing.get_type_hints(cls), RUN_FIELDS | {'output_dir'}  # output_dir: the run folder's trainer/
+    def spec(f):
+        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
+        said = f"{f.metadata.get('help') or ''} (TRL's default: {default!r})".replace('%', '%%')
+        return field(default=argparse.SUPPRESS, metadata={**f.metadata, 'help': said})
     return dataclasses.make_dataclass(f'{cls.__name__}Fields', [
-        (f.name, hints[f.name], field(default=f.default, default_factory=f.default_factory, metadata=dict(f.metadata)))
-        for f in dataclasses.fields(cls) if f.init and f.name not in skip],
+        (f.name, hints[f.name], spec(f)) for f in dataclasses.fields(cls) if f.init and f.name not in skip],
         namespace=dict(trl_config=cls, _argument_group_name=f"fields of {cls.__name__}, the TRL config of method {method!r} "
                        "(given, they go into trainer_overrides; the others are what caopd.run_config.trl_config_fields sets, "
                        "else TRL's default, shown)"))
@@ -274,44 +279,51 @@ def _run_parser_class() -> type:
     from trl.scripts.utils import TrlParser
 
     class RunParser(TrlParser):
-        "TRL's parser over `RunArguments` and TRL config fields, by caopd's flag rules (`caopd.cli.add_flag`'s)."
-        def __init__(self, config:type|None=None):
+        "TRL's parser over `RunArguments` (`run=False`: without them) and TRL config fields, by caopd's flag rules (`caopd.cli.add_flag`'s)."
+        def __init__(self, config:type|None=None, run:bool=True):
             named = f"; the fields of {config.trl_config.__name__} follow" if config else (
                 ". Every field of the method's TRL config is a flag too, and a recipe's key (--beta, --num_iterations, "
                 "--max_prompt_length, ...): caopd-train --method METHOD --help lists them with TRL's defaults")
-            super().__init__([RunArguments, *([config] if config else [])], prog='caopd-train', allow_abbrev=False,
-                             formatter_class=HelpFormatter, add_help=False, description="Train one CaOPD (or baseline) run "
-                             f"into a run folder{named}.")
-            self.add_argument('-h', '--help', action='store_true', default=argparse.SUPPRESS,
-                              help="show this help (with --method, also the fields of its TRL config) and exit")
-            self.add_argument('--config', help="a YAML recipe of run arguments (and TRL config fields): a file, or the name "
-                              "of a shipped recipe, e.g. qwen3-8b-chemistry-caopd-sdft.yaml; flags given beside it win")
+            super().__init__([*([RunArguments] if run else []), *([config] if config else [])], prog='caopd-train',
+                             allow_abbrev=False, formatter_class=HelpFormatter, add_help=False,
+                             description=f"Train one CaOPD (or baseline) run into a run folder{named}.")
+            if run:
+                self.add_argument('-h', '--help', action='store_true', default=argparse.SUPPRESS,
+                                  help="show this help (with --method, also the fields of its TRL config) and exit")
+                self.add_argument('--config', help="a YAML recipe of run arguments (and TRL config fields): a file, or the "
+                                  "name of a shipped recipe, e.g. qwen3-8b-chemistry-caopd-sdft.yaml; flags given beside it win")
             self.trl_config, self.trl_fields = (config.trl_config, [f.name for f in dataclasses.fields(config)]) if config else (None, [])
-            for a in self._actions:  # a TRL field is in the parsed namespace only where given, so that it is an override
-                if a.dest in self.trl_fields and a.default is not argparse.SUPPRESS:
-                    if a.const is not False: a.help = f"{a.help or ''} (TRL's default: {a.default!r})".replace('%', '%%')
-                    a.default = argparse.SUPPRESS
 
         @staticmethod
         def _parse_dataclass_field(parser, field):
-            optional = type(None) in typing.get_args(field.type)  # before transformers narrows it to the type alone
-            HfArgumentParser._parse_dataclass_field(parser, field)
-            action = parser._option_string_actions[f'--{field.name}']
-            if action.type is string_to_bool:  # `--x` alone means true and `--no_x` false, whatever the default
-                action.nargs, action.const = '?', True  # (transformers: only where the default is not None)
-                if f'--no_{field.name}' not in parser._option_string_actions:  # (transformers: where the default is True)
-                    add_negation(parser, field.name)
-            elif optional and action.type in (int, float, str): action.type = none_or(action.type)  # --K None: the preset's
-            elif dict in (action.type, typing.get_origin(action.type)): action.type = _json_dict  # (transformers: dict(text), which no text passes)
+            "transformers' flag for `field`, made here where caopd's rules differ (added once, by argparse's public `add_argument`)."
+            args, optional = typing.get_args(field.type), type(None) in typing.get_args(field.type)
+            kind = field.type  # the one type, as transformers narrows a union: `X | None` and `X | str` to X
+            if optional: kind = bool if bool in args else args[0] if args[1] is type(None) else args[1]
+            elif str in args and len(args) > 1: kind = args[0] if args[1] is str else args[1]
+            kwargs = dict(field.metadata, default=field.default_factory() if field.default is dataclasses.MISSING else field.default)
+            aliases = kwargs.pop('aliases', [])  # transformers' metadata key, as it reads it
+            names = [f'--{field.name}', *([f"--{field.name.replace('_', '-')}"] if '_' in field.name else []),
+                     *([aliases] if isinstance(aliases, str) else aliases)]
+            add = lambda **how: parser.add_argument(*names, **{**kwargs, **how})
+            if kind is bool:  # `--x` alone means true and `--no_x` false, whatever the default
+                add(type=string_to_bool, nargs='?', const=True)  # (transformers: where the default is not None)
+                add_negation(parser, field.name)  # (transformers: where the default is True)
+            elif optional and kind in (int, float, str): add(type=none_or(kind))  # --K None: the preset's
+            elif dict in (kind, typing.get_origin(kind)): add(type=_json_dict)  # (transformers: dict(text), which no text passes)
+            elif typing.get_origin(kind) is list:  # (transformers: the same, but no default where ours is SUPPRESS)
+                add(type=typing.get_args(kind)[0], nargs='+')
+            else: HfArgumentParser._parse_dataclass_field(parser, field)
 
         def error(self, message): raise Refusal(f'{message} (see {self.prog} --help)')
 
     return RunParser
 
 def run_parser(config:type|None=None, # `trl_fields_dataclass(method)`: the TRL config fields parsed beside the run arguments
+               run:bool=True, # parse the run arguments (False: `config`'s fields alone)
               ):
-    "caopd-train's one parser: TRL's `TrlParser` (transformers' `HfArgumentParser`) over `RunArguments`, and `config`'s fields where given."
-    return _run_parser_class()(config)
+    "caopd-train's parser: TRL's `TrlParser` (transformers' `HfArgumentParser`) over `RunArguments`, and `config`'s fields where given."
+    return _run_parser_class()(config, run)
 
 def _recipe_words(recipe:dict) -> list[str]:
     "A recipe's TRL config fields as the words one would type (a list as its items, a dict as its JSON): the parser then checks their types and choices as it checks flags."
@@ -321,23 +333,29 @@ def _recipe_words(recipe:dict) -> list[str]:
     return words
 
 # %% ../nbs/11a_arguments.ipynb #c037-2
+def _config_word(argv:list[str]) -> str|None:
+    "The `--config` recipe argv names, found before the parse as `TrlParser.parse_args_and_config` finds it (its defaults come from the recipe)."
+    for i, w in enumerate(argv):
+        if w == '--config': return argv[i + 1] if i + 1 < len(argv) else None  # no value: the parse refuses it
+        if w.startswith('--config='): return w.split('=', 1)[1]
+
 def parse_args(argv:list[str]|None=None) -> RunArguments:
-    """`RunArguments` from the command line and an optional `--config` recipe (the command line's words win), by one
-    parser (`run_parser`); the fields of the method's TRL config among them become `trainer_overrides` (a recipe's
-    keys below its `trainer_overrides`, the command line's flags above)."""
+    """`RunArguments` from the command line and an optional `--config` recipe (the command line's words win). Each word
+    is parsed once: the run arguments by `run_parser()`, then what it left, the fields of the method's TRL config, by
+    the parser of those fields alone; they become `trainer_overrides` (a recipe's keys below its `trainer_overrides`,
+    the command line's flags above)."""
     from caopd.provenance import check_no_credentials
     argv = list(sys.argv[1:] if argv is None else map(str, argv))
-    parser = run_parser()  # the run arguments first: the method, --help and a bad value answer before TRL's configs load
-    ns, rest = parser.parse_known_args(argv)
-    recipe = _recipe(ns.config) if ns.config else {}
+    parser, path = run_parser(), _config_word(argv)  # the run arguments: a bad value answers before TRL's configs load
+    recipe = _recipe(path) if path else {}
     # a credential is refused as one before it is refused as unknown (or shown by --help), named where it is
-    if recipe:
-        check_no_credentials(recipe, f'the recipe {ns.config}')
-        parser.set_defaults_with_config(**recipe)  # TRL's way (TrlParser): the recipe's run arguments are the defaults
-        ns, rest = parser.parse_known_args(argv)
+    if recipe: check_no_credentials(recipe, f'the recipe {path}')
+    parser.set_defaults_with_config(**recipe)  # TRL's way (TrlParser): the recipe's run arguments are the defaults
+    ns, rest = parser.parse_known_args(argv)
     if getattr(ns, 'help', False):
-        named = 'method' in recipe or any(w.split('=')[0] == '--method' for w in argv)
-        if named: parser = run_parser(trl_fields_dataclass(ns.method)); parser.set_defaults_with_config(**recipe)
+        if 'method' in recipe or any(w.split('=')[0] == '--method' for w in argv):
+            parser = run_parser(trl_fields_dataclass(ns.method))
+            parser.set_defaults_with_config(**recipe)
         parser.print_help()
         raise SystemExit(0)
     if rest and not rest[0].startswith('-'): raise unknown_refusal(rest[:1], [], 'caopd-train')  # a stray value
@@ -350,19 +368,19 @@ def parse_args(argv:list[str]|None=None) -> RunArguments:
     if 'output_dir' in {*extra, *given, *(run.trainer_overrides or {})}:
         raise Refusal("output_dir is the run folder's trainer/ (checkpoints go to <out>/trainer): choose the run folder "
                       "with --out instead")
-    parser = run_parser(trl_fields_dataclass(run.method))  # the same parser, with the method's TRL config fields beside
-    def refuse(words, at): return unknown_refusal(words, [*RUN_FIELDS, *parser.trl_fields], 'caopd-train', at,
-                                                  f' nor a field of {parser.trl_config.__name__} (method {run.method!r})')
+    fields = run_parser(trl_fields_dataclass(run.method), run=False)  # the method's TRL config fields alone
+    def refuse(words, at): return unknown_refusal(words, [*RUN_FIELDS, *fields.trl_fields], 'caopd-train', at,
+                                                  f' nor a field of {fields.trl_config.__name__} (method {run.method!r})')
     def trl_given(words, at):  # the TRL fields `words` give (only those: the others are not in the namespace)
-        try: ns, rest = parser.parse_known_args(words)
+        try: ns, rest = fields.parse_known_args(words)
         except Refusal as e: raise Refusal(f'{e}{at}') from None
         if rest: raise refuse(rest, at)
-        return {k: getattr(ns, k) for k in parser.trl_fields if hasattr(ns, k)}
-    unknown = [f'--{k}' for k in extra if k not in parser.trl_fields]
-    if unknown: raise refuse(unknown, f' (in {ns.config})')
-    from_recipe = trl_given(_recipe_words(extra), f' (in {ns.config})')
-    from_line = trl_given(argv, '')
-    bad = [f'--{k}' for k in run.trainer_overrides or {} if k not in parser.trl_fields]
+        return vars(ns)
+    unknown = [f'--{k}' for k in extra if k not in fields.trl_fields]
+    if unknown: raise refuse(unknown, f' (in {path})')
+    from_recipe = trl_given(_recipe_words(extra), f' (in {path})') if extra else {}
+    from_line = trl_given(rest, '') if rest else {}
+    bad = [f'--{k}' for k in run.trainer_overrides or {} if k not in fields.trl_fields]
     if bad: raise refuse(bad, ' (in trainer_overrides)')
     run.trainer_overrides = {**from_recipe, **(run.trainer_overrides or {}), **from_line}
     return run
