@@ -5,7 +5,7 @@
 # %% auto #0
 __all__ = ['ESTIMATORS', 'CONFIDENCE_SAMPLINGS', 'ALLOCATIONS', 'CONFIDENCE_TARGETS', 'MU_HAT_FIELDS', 'ONLY_WITH',
            'CALIBRATION_TARGETS', 'READOUT_LOSSES', 'TRAINING_REDUCTIONS', 'CAOPD_RULES', 'CaOPDConfig',
-           'CaOPDSDFTConfig', 'CaOPDSDPOConfig', 'document_fields']
+           'check_combinations', 'CaOPDSDFTConfig', 'CaOPDSDPOConfig', 'document_fields']
 
 # %% ../nbs/06_config.ipynb #c002
 import dataclasses, warnings
@@ -71,8 +71,8 @@ CAOPD_RULES = {  # field: (rule, why), checked first by CaOPDConfig.__post_init_
 
 # %% ../nbs/06_config.ipynb #c006
 @dataclass
-class CaOPDConfig:
-    "The fields CaOPD adds to a TRL self-distillation config; mix it in before the backbone's config."
+class _MuHatFields:
+    "CaOPD's fields, 1: whether it calibrates, and how mu_hat is estimated from a prompt's outcomes and written."
     calibrate: bool = field(default=True, metadata={"help": (
         "Apply CaOPD's target replacement (Algorithm 1). False gives the plain backbone (SDFT or SDPO): the same "
         "teacher contexts and loss; mu_hat and the confidence metrics are still logged when a verifier is given.")})
@@ -99,6 +99,16 @@ class CaOPDConfig:
         "leans 1/K toward the rollout's own success. Applied when at least 2 rollouts per prompt are scored. With "
         "confidence_allocation='adaptive' the rollout's outcome still decides how many rollouts its target rests on, "
         "so the target leans toward it, less than the in-sample mean's 1/K (nbs/07_trainer.ipynb).")})
+    @property
+    def confidence_prior(self) -> tuple[float, float]:
+        "The (a, b) of the Beta prior."
+        return (self.beta_prior_successes, self.beta_prior_failures)
+
+
+# %% ../nbs/06_config.ipynb #c006b
+@dataclass
+class _LossFields(_MuHatFields):
+    "CaOPD's fields, 2: what the stated value is trained toward, and how the loss weighs and reduces it."
     distillation_reduction: str = field(default="sequence_mean", metadata={"help": (
         "How per-token losses are averaged: 'sequence_mean' (TRL's SDFT and SDPO; the paper's SDFT stack), "
         "'token_mean' over every loss position of the optimiser step (verl's token-mean, the paper's SDPO stack), or "
@@ -126,6 +136,12 @@ class CaOPDConfig:
     readout_weight: float = field(default=1.0, metadata={"help": (
         "readout_loss: its weight beside the divergence (each averaged as the trainer's reduction does; the readout "
         "term is a mean over the rows with a value).")})
+
+
+# %% ../nbs/06_config.ipynb #c006c
+@dataclass
+class _RolloutFields(_LossFields):
+    "CaOPD's fields, 3: the rollouts behind mu_hat, reused or drawn apart, fixed or adaptive."
     num_confidence_rollouts: int | None = field(default=None, metadata={"help": (
         f"K rollouts per prompt behind mu_hat (Table 6: {TABLE6.K}). confidence_sampling='separate': K rollouts drawn apart "
         "from the distilled ones, in one generation call, and scored only. 'reuse': None is the num_generations "
@@ -152,6 +168,11 @@ class CaOPDConfig:
         "gets no more whatever its interval (4 of 4 has a half-width of 0.245, so a width rule alone would draw for "
         "every prompt).")})
 
+
+# %% ../nbs/06_config.ipynb #c006d
+@dataclass
+class CaOPDConfig(_RolloutFields):
+    "The fields CaOPD adds to a TRL self-distillation config; mix it in before the backbone's config."
     # Table 6 (Distillation loss, SDPO / CaOPD; Batching & Rollout; Training & Optimization)
     num_generations: int = field(default=TABLE6.K, metadata={"help": (
         "Rollouts distilled per prompt (TRL's group). With confidence_sampling='reuse' they are the K behind mu_hat "
@@ -186,68 +207,70 @@ class CaOPDConfig:
     def __post_init__(self):
         check_fields(self, CAOPD_RULES)  # before TRL's checks, which divide by num_generations
         if hasattr(super(), "__post_init__"): super().__post_init__()
-        k, apart = self.num_confidence_rollouts, self.confidence_sampling == "separate"
-        if apart:
-            if self.calibrate and k is None:
-                raise Refusal("confidence_sampling='separate' estimates mu_hat from num_confidence_rollouts rollouts drawn "
-                              f"apart from the distilled ones, got num_confidence_rollouts=None: set it (Table 6: K = {TABLE6.K}), "
-                              "or use confidence_sampling='reuse'.")
-            if self.confidence_allocation == "adaptive":
-                raise Refusal("confidence_allocation='adaptive' stops on the distilled rollouts' first round, which "
-                              "confidence_sampling='separate' leaves out of mu_hat: use confidence_sampling='reuse' with it.")
-        elif k is not None and (k < self.num_generations or k % self.num_generations):
-            raise Refusal(f"num_confidence_rollouts={k} must be a multiple of num_generations="
-                          f"{self.num_generations} (each extra round samples num_generations rollouts per prompt).")
-        scored = k or self.num_generations
-        if self.calibrate and not apart and scored < 2 and self.confidence_leave_one_out:
-            given = f"num_generations={self.num_generations}" + (f" and num_confidence_rollouts={k}" if k else "")
-            raise Refusal(f"calibrate=True needs at least 2 scored rollouts per prompt to estimate mu_hat, got {given}: "
-                          f"with one, mu_hat is the distilled rollout's own outcome (0 or 1) and leave-one-out has no "
-                          f"other rollout to use. Set num_generations >= 2 or num_confidence_rollouts >= 2 (Table 6: "
-                          f"K = {TABLE6.K}); or, for the paper's K = 1 ablation (Figure 6), draw it apart with "
-                          f"confidence_sampling='separate' and num_confidence_rollouts=1, or say so with "
-                          f"confidence_leave_one_out=False; or calibrate=False for the plain backbone.")
-        defaults = {f.name: f.default for f in fields(CaOPDConfig)}
-        for name, (switch, on) in ONLY_WITH.items():  # a value that would be accepted and then ignored is refused
-            if getattr(self, name) != defaults[name] and getattr(self, switch) != on:
-                raise Refusal(f"{name}={getattr(self, name)!r} is used only with {switch}={on!r}, got "
-                              f"{switch}={getattr(self, switch)!r}: set {switch}={on!r}, or leave {name} at its "
-                              f"default ({defaults[name]!r}).")
-        if self.confidence_allocation == "adaptive":
-            if (k or 0) <= self.num_generations:
-                raise Refusal(f"confidence_allocation='adaptive' draws up to num_confidence_rollouts per prompt, got "
-                              f"num_confidence_rollouts={k} with num_generations={self.num_generations}: set it to a "
-                              f"multiple of num_generations above it (e.g. num_generations=4, num_confidence_rollouts=8).")
-            if self.num_generations < 2:
-                raise Refusal("confidence_allocation='adaptive' stops when a prompt's first round agrees, and its first "
-                              "round is the num_generations distilled rollouts: one always agrees with itself. Set "
-                              "num_generations >= 2.")
-            if self.confidence_estimator == "shrunken":
-                raise Refusal("confidence_estimator='shrunken' fits its prior on equal rollout counts, which "
-                              "confidence_allocation='adaptive' does not give: use 'frequency' or 'beta' with it.")
-        if not self.calibrate:
-            for name, paper in (("calibration_target", "mu_hat"), ("readout_loss", "off")):
-                if getattr(self, name) != paper:
-                    raise Refusal(f"{name}={getattr(self, name)!r} changes what CaOPD writes over the stated confidence, "
-                                  f"but calibrate=False writes nothing: set calibrate=True, or {name}={paper!r}.")
-        if self.readout_loss == "off" and self.readout_weight != 1.0:
-            raise Refusal(f"readout_weight={self.readout_weight!r} is used only with a readout_loss ('brier' or "
-                          "'digits'), got readout_loss='off': set one, or leave readout_weight at its default (1.0).")
-        if self.distillation_mode == "topk_logits" and not (self.distillation_topk or 0) >= 1:
-            raise Refusal("distillation_mode='topk_logits' needs distillation_topk >= 1 (Table 6: "
-                          f"{TABLE6.distillation_topk}).")
-        if self.calibrate and getattr(self, "use_teacher_server", False):
-            raise Refusal("use_teacher_server=True is not supported with calibrate=True: the capability/calibration "
-                          "split needs the teacher's logits locally. Set use_teacher_server=False.")
-        if self.calibrate and self.distillation_mode == "sampled_token":
-            warnings.warn("distillation_mode='sampled_token' estimates the reverse KL from the completion's own tokens, "
-                          "but the rewritten confidence tokens were not sampled by the student; prefer 'topk_logits' "
-                          "(Table 6) or 'full_logits'.", stacklevel=3)
+        check_combinations(self)
 
-    @property
-    def confidence_prior(self) -> tuple[float, float]:
-        "The (a, b) of the Beta prior."
-        return (self.beta_prior_successes, self.beta_prior_failures)
+
+# %% ../nbs/06_config.ipynb #c006e
+def check_combinations(config:CaOPDConfig):
+    "Refuse the combinations of CaOPD's fields that cannot train as asked (each field alone is checked by `CAOPD_RULES`)."
+    k, apart = config.num_confidence_rollouts, config.confidence_sampling == "separate"
+    if apart:
+        if config.calibrate and k is None:
+            raise Refusal("confidence_sampling='separate' estimates mu_hat from num_confidence_rollouts rollouts drawn "
+                          f"apart from the distilled ones, got num_confidence_rollouts=None: set it (Table 6: K = {TABLE6.K}), "
+                          "or use confidence_sampling='reuse'.")
+        if config.confidence_allocation == "adaptive":
+            raise Refusal("confidence_allocation='adaptive' stops on the distilled rollouts' first round, which "
+                          "confidence_sampling='separate' leaves out of mu_hat: use confidence_sampling='reuse' with it.")
+    elif k is not None and (k < config.num_generations or k % config.num_generations):
+        raise Refusal(f"num_confidence_rollouts={k} must be a multiple of num_generations="
+                      f"{config.num_generations} (each extra round samples num_generations rollouts per prompt).")
+    scored = k or config.num_generations
+    if config.calibrate and not apart and scored < 2 and config.confidence_leave_one_out:
+        given = f"num_generations={config.num_generations}" + (f" and num_confidence_rollouts={k}" if k else "")
+        raise Refusal(f"calibrate=True needs at least 2 scored rollouts per prompt to estimate mu_hat, got {given}: "
+                      f"with one, mu_hat is the distilled rollout's own outcome (0 or 1) and leave-one-out has no "
+                      f"other rollout to use. Set num_generations >= 2 or num_confidence_rollouts >= 2 (Table 6: "
+                      f"K = {TABLE6.K}); or, for the paper's K = 1 ablation (Figure 6), draw it apart with "
+                      f"confidence_sampling='separate' and num_confidence_rollouts=1, or say so with "
+                      f"confidence_leave_one_out=False; or calibrate=False for the plain backbone.")
+    defaults = {f.name: f.default for f in fields(CaOPDConfig)}
+    for name, (switch, on) in ONLY_WITH.items():  # a value that would be accepted and then ignored is refused
+        if getattr(config, name) != defaults[name] and getattr(config, switch) != on:
+            raise Refusal(f"{name}={getattr(config, name)!r} is used only with {switch}={on!r}, got "
+                          f"{switch}={getattr(config, switch)!r}: set {switch}={on!r}, or leave {name} at its "
+                          f"default ({defaults[name]!r}).")
+    if config.confidence_allocation == "adaptive":
+        if (k or 0) <= config.num_generations:
+            raise Refusal(f"confidence_allocation='adaptive' draws up to num_confidence_rollouts per prompt, got "
+                          f"num_confidence_rollouts={k} with num_generations={config.num_generations}: set it to a "
+                          f"multiple of num_generations above it (e.g. num_generations=4, num_confidence_rollouts=8).")
+        if config.num_generations < 2:
+            raise Refusal("confidence_allocation='adaptive' stops when a prompt's first round agrees, and its first "
+                          "round is the num_generations distilled rollouts: one always agrees with itself. Set "
+                          "num_generations >= 2.")
+        if config.confidence_estimator == "shrunken":
+            raise Refusal("confidence_estimator='shrunken' fits its prior on equal rollout counts, which "
+                          "confidence_allocation='adaptive' does not give: use 'frequency' or 'beta' with it.")
+    if not config.calibrate:
+        for name, paper in (("calibration_target", "mu_hat"), ("readout_loss", "off")):
+            if getattr(config, name) != paper:
+                raise Refusal(f"{name}={getattr(config, name)!r} changes what CaOPD writes over the stated confidence, "
+                              f"but calibrate=False writes nothing: set calibrate=True, or {name}={paper!r}.")
+    if config.readout_loss == "off" and config.readout_weight != 1.0:
+        raise Refusal(f"readout_weight={config.readout_weight!r} is used only with a readout_loss ('brier' or "
+                      "'digits'), got readout_loss='off': set one, or leave readout_weight at its default (1.0).")
+    if config.distillation_mode == "topk_logits" and not (config.distillation_topk or 0) >= 1:
+        raise Refusal("distillation_mode='topk_logits' needs distillation_topk >= 1 (Table 6: "
+                      f"{TABLE6.distillation_topk}).")
+    if config.calibrate and getattr(config, "use_teacher_server", False):
+        raise Refusal("use_teacher_server=True is not supported with calibrate=True: the capability/calibration "
+                      "split needs the teacher's logits locally. Set use_teacher_server=False.")
+    if config.calibrate and config.distillation_mode == "sampled_token":
+        warnings.warn("distillation_mode='sampled_token' estimates the reverse KL from the completion's own tokens, "
+                      "but the rewritten confidence tokens were not sampled by the student; prefer 'topk_logits' "
+                      "(Table 6) or 'full_logits'.", stacklevel=4)  # the caller of the config
+
 
 # %% ../nbs/06_config.ipynb #c008
 @dataclass

@@ -51,6 +51,8 @@ def trl_config_fields(settings:RunSettings, # `resolve_settings(...)`
                                         top_k=GENERATE_TOP_K)
     return {**cfg, **settings.trainer_overrides}
 
+
+# %% ../nbs/12e_run_config.ipynb #c018r
 def _fields_only(method:str, fields:dict):
     """`method`'s config class holding `fields` over the method's values and the class defaults, not built: its
     `__post_init__`, which checks the fields and derives TrainingArguments' batch and device settings, is not run. For
@@ -85,6 +87,8 @@ def readout_decimals(settings:RunSettings, # `resolve_settings(...)`
         args = _fields_only(method, trl_config_fields(as_caopd, folder or RunFolder(settings.out)))
     return int(args.confidence_decimals) if args.confidence_decimals else max(2, confidence_decimals(config_confidence_k(args)))
 
+
+# %% ../nbs/12e_run_config.ipynb #c018l
 def lora_fields(settings:RunSettings) -> dict|None:
     "The fields of the run's PEFT `LoraConfig` (rank r, alpha 2r, every linear layer: our choice), or None for full fine-tuning."
     if not settings.lora_r: return None
@@ -96,6 +100,7 @@ def lora_config(settings:RunSettings):
     try: from peft import LoraConfig
     except ImportError: raise ImportError("lora_r needs PEFT: pip install peft") from None
     return LoraConfig(**fields)
+
 
 # %% ../nbs/12e_run_config.ipynb #c019
 def build_trl_config(settings:RunSettings, folder:RunFolder, cfg:dict|None=None):
