@@ -4,7 +4,7 @@
 
 # %% ../nbs/13a_pipeline.ipynb #p002
 from __future__ import annotations
-import dataclasses, gc, logging, shlex, shutil, subprocess, sys, time
+import dataclasses, gc, logging, shutil, subprocess, sys, time
 from pathlib import Path
 
 from .arguments import RunArguments, RunSettings, parse_args
@@ -18,8 +18,8 @@ _log = logging.getLogger('caopd.pipeline')  # the library's messages (caopd/__in
 
 # %% auto #0
 __all__ = ['Evaluation', 'run_eval_arguments', 'evaluation_command', 'read_evaluation', 'evaluate_run', 'evaluate_recorded',
-           'evaluation_stage', 'training_stage', 'metrics_stage', 'run_metrics', 'scale_text', 'figures_stage',
-           'finish', 'rescore_run', 'run_all', 'main']
+           'evaluation_stage', 'metrics_stage', 'run_metrics', 'scale_text', 'figures_stage', 'finish', 'rescore_run',
+           'run_all', 'main']
 
 # %% ../nbs/13a_pipeline.ipynb #p008
 @dataclasses.dataclass
@@ -107,32 +107,6 @@ def evaluation_stage(run:Run, # `prepare(...)`
     else: evaluate_run(run.settings, which, model)
     return read_evaluation(run.folder.eval(which))
 
-
-# %% ../nbs/13a_pipeline.ipynb #p010
-def training_stage(run:Run, # `prepare(...)`
-                   echo:bool=True, # also print the child's output here (it is always in train_output.log)
-                  ) -> Path:
-    "Train in a child process (`caopd.launch.launch_command`: python, torchrun or accelerate launch); the trained model's folder."
-    from caopd.launch import launch_command, run_logged, server_command, vllm_server
-    s, folder = run.settings, run.folder
-    if s.resume and folder.training.is_file():  # rerunning a finished run trains nothing
-        _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): nothing to train; "
-                  f"resume=False (--resume false) trains it again from the start")
-        return folder.checkpoint
-    from caopd.train import resume_point
-    if (last := resume_point(s, folder)):  # the training process resumes from it: said here too, where the run is read
-        print(f"resuming from {last}: this run was stopped there before (resume=False trains it again from the start)",
-              flush=True)
-    cmd = launch_command(s, folder.settings)  # the processes read the run as `prepare` recorded it, never resolve it again
-    if server_command(s):  # server mode: the vLLM server on its own GPUs for the training's length
-        print(f"$ {shlex.join(server_command(s))}  # vLLM server, output in {folder.path/'vllm_server.log'}", flush=True)
-    print('$ ' + shlex.join(cmd), flush=True)
-    with vllm_server(s, folder.path/'vllm_server.log'):
-        returncode = run_logged(cmd, folder.path/'train_output.log', echo=echo)
-    if returncode:
-        raise RuntimeError(f"training failed (exit {returncode}); its output is in {folder.path/'train_output.log'}; "
-                           f"running the same run again resumes from the last checkpoint in {folder.trainer}")
-    return folder.checkpoint
 
 # %% ../nbs/13a_pipeline.ipynb #p012
 def metrics_stage(run:Run, # `prepare(...)`
@@ -248,6 +222,7 @@ def run_all(args:RunArguments, # the run's parameters
     if args.dry_run:
         from caopd.train import dry_run
         return RunFolder(dry_run(args)['settings'].out)
+    from caopd.train import training_stage
     run = prepare(args)
     before = evaluation_stage(run, 'before', run.start) if args.evaluations else None
     trained = training_stage(run)

@@ -13,14 +13,14 @@ from .launch import cuda_visible_devices, launch_command, server_command
 from .memory import run_memory_plan, server_plan
 from .run_config import lora_config, lora_fields, build_trl_config
 from .runfolder import RunFolder
-from .stages import is_main_process, prepare, select_prompts
+from .stages import Run, is_main_process, prepare, select_prompts
 
 _log = logging.getLogger('caopd.train')  # the library's messages (caopd/__init__.py shows them); by name: `python -m` runs this as __main__
 
 # %% auto #0
 __all__ = ['Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained', 'TrainingDone', 'StopWhenTrained',
-           'end_process_group', 'resume_point', 'train', 'accept_record', 'train_recorded', 'sampling_text',
-           'clip_applies', 'dry_run', 'main']
+           'end_process_group', 'resume_point', 'train', 'accept_record', 'train_recorded', 'training_stage',
+           'sampling_text', 'clip_applies', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c022
 class Callback:
@@ -99,7 +99,6 @@ def _train(run:RunArguments) -> RunFolder:
     if run.dry_run: return dry_run(run, settings)
     prepared = prepare(run, settings)  # what caopd-train's own `prepare` did already is found done, settings.json unchanged
     if settings.world_size > 1 or settings.training_gpus:  # the planned processes (and vLLM's server), launched
-        from caopd.pipeline import training_stage
         training_stage(prepared)
         return prepared.folder
     return _fit(prepared.settings, prepared.folder, prepared.train_rows, t0)  # this process is the one planned
@@ -200,6 +199,31 @@ def train_recorded(path:str|Path, # the run's settings record (`accept_record`)
                                f"the data changed since the run was planned; plan it again with caopd-train")
         return _fit(settings, folder, train_rows, t0)
     finally: end_process_group()
+
+# %% ../nbs/13_train.ipynb #c026s
+def training_stage(run:Run, # `caopd.stages.prepare(...)`
+                   echo:bool=True, # also print the child's output here (it is always in train_output.log)
+                  ) -> Path:
+    "Train in a child process (`caopd.launch.launch_command`: python, torchrun or accelerate launch); the trained model's folder."
+    from caopd.launch import launch_command, run_logged, server_command, vllm_server
+    s, folder = run.settings, run.folder
+    if s.resume and folder.training.is_file():  # rerunning a finished run trains nothing
+        _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): nothing to train; "
+                  f"resume=False (--resume false) trains it again from the start")
+        return folder.checkpoint
+    if (last := resume_point(s, folder)):  # the training process resumes from it: said here too, where the run is read
+        print(f"resuming from {last}: this run was stopped there before (resume=False trains it again from the start)",
+              flush=True)
+    cmd = launch_command(s, folder.settings)  # the processes read the run as `prepare` recorded it, never resolve it again
+    if server_command(s):  # server mode: the vLLM server on its own GPUs for the training's length
+        print(f"$ {shlex.join(server_command(s))}  # vLLM server, output in {folder.path/'vllm_server.log'}", flush=True)
+    print('$ ' + shlex.join(cmd), flush=True)
+    with vllm_server(s, folder.path/'vllm_server.log'):
+        returncode = run_logged(cmd, folder.path/'train_output.log', echo=echo)
+    if returncode:
+        raise RuntimeError(f"training failed (exit {returncode}); its output is in {folder.path/'train_output.log'}; "
+                           f"running the same run again resumes from the last checkpoint in {folder.trainer}")
+    return folder.checkpoint
 
 # %% ../nbs/13_train.ipynb #c031
 def sampling_text(settings:RunSettings) -> str:
