@@ -234,8 +234,9 @@ def sampling_text(settings:RunSettings) -> str:
     if s.get('confidence_sampling') == 'separate' and K:
         return f"{text}; mu_hat from K = {K} more rollouts per prompt, drawn apart and scored only ({P * K} a step)"
     if s.get('confidence_sampling') is None: return text  # GRPO, RLCR: no mu_hat
-    mean = 'leave-one-out mean of the other' if s.get('confidence_leave_one_out') and G > 1 else 'mean of the'
-    return f"{text}; mu_hat: the {mean} {G} distilled rollouts of the prompt"
+    if s.get('confidence_leave_one_out') and G > 1:
+        return f"{text}; mu_hat: for each, the mean of the other {G - 1} distilled rollouts of its prompt (leave-one-out)"
+    return f"{text}; mu_hat: the mean of the {G} distilled rollouts of the prompt"
 
 def clip_applies(config) -> bool:
     "Whether the rollout importance-sampling clip (`distillation_is_clip`) acts: TRL's SDFT and SDPO trainers compute the rollouts' log-probs only under this condition (`_compute_rollout_logps`)."
