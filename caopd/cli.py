@@ -143,9 +143,15 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 class Parser(argparse.ArgumentParser):
     "argparse with caopd's rules: no abbreviations, errors raised as `Refusal`, booleans that take a value only when one follows."
     def __init__(self, prog:str, description:str|None=None, **kwargs):
+        self.names = []  # every parameter's name, for the nearest one to an unknown word (argparse keeps no public list)
         super().__init__(prog=prog, description=description, allow_abbrev=False,
                          formatter_class=HelpFormatter, **kwargs)
         self.booleans = set()  # option strings of boolean flags
+
+    def add_argument(self, *args, **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        self.names.append(action.dest)
+        return action
 
     def error(self, message): raise Refusal(f'{message} (see {self.prog} --help)')
 
@@ -158,7 +164,7 @@ class Parser(argparse.ArgumentParser):
 
     def parse_args(self, args=None, namespace=None):
         ns, rest = self.parse_known_args(args, namespace)
-        if rest: raise unknown_refusal(rest, [a.dest for a in self._actions], self.prog)
+        if rest: raise unknown_refusal(rest, self.names, self.prog)
         return ns
 
 # %% ../nbs/00a_cli.ipynb #c014
