@@ -19,8 +19,8 @@ _log = logging.getLogger('caopd.train')  # the library's messages (caopd/__init_
 
 # %% auto #0
 __all__ = ['Callback', 'RunFolderLog', 'save_every_rank', 'merge_adapter', 'save_trained', 'TrainingDone', 'StopWhenTrained',
-           'end_process_group', 'resume_point', 'train', 'accept_record', 'train_recorded', 'training_stage',
-           'sampling_text', 'clip_applies', 'dry_run', 'main']
+           'end_process_group', 'resume_point', 'already_trained', 'train', 'accept_record', 'train_recorded',
+           'training_stage', 'sampling_text', 'clip_applies', 'dry_run', 'main']
 
 # %% ../nbs/13_train.ipynb #c022
 class Callback:
@@ -108,6 +108,13 @@ def resume_point(settings:RunSettings, folder:RunFolder) -> str|None:
     from transformers.trainer_utils import get_last_checkpoint
     return get_last_checkpoint(str(folder.trainer)) if settings.resume and folder.trainer.is_dir() else None
 
+def already_trained(settings:RunSettings, folder:RunFolder) -> bool:
+    "Whether `folder` holds this run trained (train.json) and `resume` keeps it, said once: rerunning a finished run trains nothing."
+    if not (settings.resume and folder.training.is_file()): return False
+    _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): "
+              f"nothing to train; resume=False (--resume false) trains it again from the start")
+    return True
+
 def _recorded_config(settings:RunSettings) -> dict:
     "The method's TRL config fields the run recorded (`caopd.stages.check_start` resolved them once, in the process the user started)."
     if settings.trl_config is None:
@@ -122,10 +129,7 @@ def _fit(settings:RunSettings, folder:RunFolder, train_rows, t0:float) -> RunFol
     from caopd.generation import fast_generation
     from caopd.guards import NonFiniteGuard
     from caopd.trainer import StepTimer
-    if settings.resume and folder.training.is_file():  # rerunning a finished run trains nothing
-        _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): "
-                  f"nothing to train; resume=False (--resume false) trains it again from the start")
-        return folder
+    if already_trained(settings, folder): return folder
     last = resume_point(settings, folder)
     if is_main_process(): folder.discard_training(from_scratch=last is None)  # nothing of an earlier training mixes in
     if settings.world_size > 1:  # no process builds its trainer in the folder while the main one clears it
@@ -207,10 +211,7 @@ def training_stage(run:Run, # `caopd.stages.prepare(...)`
     "Train in a child process (`caopd.launch.launch_command`: python, torchrun or accelerate launch); the trained model's folder."
     from caopd.launch import launch_command, run_logged, server_command, vllm_server
     s, folder = run.settings, run.folder
-    if s.resume and folder.training.is_file():  # rerunning a finished run trains nothing
-        _log.info(f"{folder.path} holds this run, trained ({folder.read_training()['steps']} steps, {folder.training.name}): nothing to train; "
-                  f"resume=False (--resume false) trains it again from the start")
-        return folder.checkpoint
+    if already_trained(s, folder): return folder.checkpoint  # the processes are not started to be told so
     if (last := resume_point(s, folder)):  # the training process resumes from it: said here too, where the run is read
         print(f"resuming from {last}: this run was stopped there before (resume=False trains it again from the start)",
               flush=True)
