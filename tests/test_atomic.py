@@ -1,4 +1,4 @@
-"Nothing half-written (issue 29, item 5): the warm-up's shared files have one writer, and a checkpoint is whole or absent."
+"Nothing half-written (issue 29, item 5): the warm-up's files are written whole, once, and a checkpoint of two processes is whole or absent."
 import json, os, subprocess, sys, warnings
 from pathlib import Path
 
@@ -7,13 +7,13 @@ import pytest
 from conftest import ROOT
 from trainer_helpers import chemistry_rows, sdft_trainer, tiny_model_dir
 
-# Each process of a two-process run (torchrun) runs the training stage's warm-up (`caopd.stages.warmup_stage`, which calls
-# `caopd.warmup.format_warmup`) and records every write of the warm-up's two files it makes: an opening for writing of
-# the file or of a temporary file of its name, and a rename onto it.
+# The warm-up runs in the one process that prepares a run (`caopd.stages.prepare` refuses a launched one), and the
+# script below records every write of its two files it makes: an opening for writing of the file or of a temporary file
+# of its name, and a rename onto it. Then two processes (torchrun) train one step from the warmed model.
 WARMUP_RUN = '''
 import json, os, sys
 model, out = sys.argv[1:]
-rank, writes = int(os.environ['RANK']), []
+writes = []
 def ours(path): return os.path.basename(os.fsdecode(path)).lstrip('.').startswith(('warmup.json', 'warmup_log.jsonl'))
 def audit(event, args):
     if event == 'open' and isinstance(args[0], (str, bytes, os.PathLike)) and ours(args[0]):
@@ -28,21 +28,28 @@ from caopd.stages import warmup_stage
 import dataclasses
 rows = load_domain('chemistry', 'all', data_dir=fixtures_dir()).select(range(4))
 settings = dataclasses.replace(resolve_settings(RunArguments(preset='cpu', out=out)), start=model, dtype='float32', format_warmup='value',
-                               format_warmup_steps=1, seed=0, warmup_prompts_sha256='rows-sha', world_size=int(os.environ['WORLD_SIZE']))
+                               format_warmup_steps=1, seed=0, warmup_prompts_sha256='rows-sha')
 settings = warmup_stage(settings, rows, RunFolder(out))
-with open(os.path.join(os.path.dirname(out), f'rank{rank}.json'), 'w') as f:
-    json.dump(dict(writes=writes, warmup=settings.warmup), f)
-# then one CaOPD-SDFT step from the warmed model, checkpointed by both processes
+with open(os.path.join(os.path.dirname(out), 'audit.json'), 'w') as f:
+    json.dump(dict(writes=writes, warmup=settings.warmup, start=settings.start), f)
+'''
+
+# One CaOPD-SDFT step from the warmed model, checkpointed by both processes.
+STEP_RUN = '''
+import os, sys
+start, out = sys.argv[1:]
 from transformers import AutoTokenizer
+from caopd.data import load_domain
+from caopd.sources import fixtures_dir
 from caopd.config import CaOPDSDFTConfig
 from caopd.train import end_process_group
 from caopd.trainer import CaOPDSDFTTrainer
 from caopd.verifiers import mcq_reward
+rows = load_domain('chemistry', 'all', data_dir=fixtures_dir()).select(range(2))
 args = CaOPDSDFTConfig(output_dir=os.path.join(out, 'trainer'), use_cpu=True, bf16=False, gradient_checkpointing=False,
                        report_to='none', disable_tqdm=True, per_device_train_batch_size=4, num_generations=4,
                        max_completion_length=8, max_steps=1, save_steps=1, seed=0, warmup_steps=0)
-CaOPDSDFTTrainer(settings.start, mcq_reward, args, train_dataset=rows.select(range(2)),
-                 processing_class=AutoTokenizer.from_pretrained(settings.start)).train()
+CaOPDSDFTTrainer(start, mcq_reward, args, train_dataset=rows, processing_class=AutoTokenizer.from_pretrained(start)).train()
 end_process_group()
 sys.stdout.flush(); sys.stderr.flush()
 os._exit(0)  # as tests/trainer_mp_run.py: no interpreter teardown, where gloo's threads have aborted good runs
@@ -51,30 +58,34 @@ os._exit(0)  # as tests/trainer_mp_run.py: no interpreter teardown, where gloo's
 
 @pytest.fixture(scope='module')
 def two_processes(tmp_path_factory):
-    "The script above under `torchrun --nproc_per_node 2`: (its folder, the run folder)."
+    "The warm-up script in one process, then the step under `torchrun --nproc_per_node 2`: (their folder, the run folder)."
     tmp = tmp_path_factory.mktemp('two')
-    script = tmp/'warmup_run.py'; script.write_text(WARMUP_RUN)
+    (tmp/'warmup_run.py').write_text(WARMUP_RUN); (tmp/'step_run.py').write_text(STEP_RUN)
     model, run = tiny_model_dir(tmp/'model'), tmp/'run'
+    res = subprocess.run([sys.executable, str(tmp/'warmup_run.py'), model, str(run)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, f'{res.stdout[-3000:]}\n{res.stderr[-6000:]}'
+    start = json.loads((tmp/'audit.json').read_text())['start']
     torchrun = Path(sys.executable).parent/'torchrun'
-    res = subprocess.run([str(torchrun), '--standalone', '--nproc_per_node', '2', str(script), model, str(run)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600, env=dict(os.environ, OMP_NUM_THREADS='1'))
+    res = subprocess.run([str(torchrun), '--standalone', '--nproc_per_node', '2', str(tmp/'step_run.py'), start, str(run)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=600, env=dict(os.environ, OMP_NUM_THREADS='1'))
     assert res.returncode == 0, f'{res.stdout[-3000:]}\n{res.stderr[-6000:]}'
     return tmp, run
 
 
 @pytest.mark.slow
-def test_warmup_files_have_one_writer(two_processes):
-    "Two processes run the warm-up: the main one alone writes warmup.json and warmup_log.jsonl, whole; both read them."
+def test_warmup_files_are_written_whole_once(two_processes):
+    "The warm-up writes warmup.json and warmup_log.jsonl whole (a temporary file renamed onto each), and leaves no temporary file."
     tmp, run = two_processes
-    main, other = (json.loads((tmp/f'rank{r}.json').read_text()) for r in (0, 1))
-    assert other['writes'] == [], f'process 1 wrote the shared files: {other["writes"]}'
-    renames = [w[1] for w in main['writes'] if w[0] == 'rename']
+    done = json.loads((tmp/'audit.json').read_text())
+    renames = [w[1] for w in done['writes'] if w[0] == 'rename']
     # the log once; the record twice: by format_warmup, then with the prompts' digest by warmup_stage
-    assert renames == ['warmup_log.jsonl', 'warmup.json', 'warmup.json'], main['writes']
+    assert renames == ['warmup_log.jsonl', 'warmup.json', 'warmup.json'], done['writes']
+    assert all(w[0] == 'rename' or os.path.basename(w[1]).startswith('.') for w in done['writes']), done['writes']  # never in place
     warmup = run/'warmup'
     record = json.loads((warmup/'warmup.json').read_text())
     assert record['prompts_sha256'] == 'rows-sha' and record['steps'] == 1
-    assert main['warmup'] == other['warmup'] == record  # the other process read it whole, once complete
+    assert done['warmup'] == record
     log = [json.loads(line) for line in (warmup/'warmup_log.jsonl').read_text().splitlines()]
     assert [h['step'] for h in log if 'loss' in h] == [1]
     assert (warmup/'checkpoint'/'config.json').is_file()
