@@ -8,7 +8,7 @@ import argparse, dataclasses, functools, importlib.util, json, math, os, sys, ty
 from dataclasses import field
 from pathlib import Path
 
-from .cli import (HelpFormatter, Refusal, add_negation, check_fields, option, json_object, none_or,
+from .cli import (HelpFormatter, Refusal, add_negation, check_fields, field_default, option, json_object, none_or,
                        unknown_refusal)
 from .methods import sampling_fields
 from .paper import TABLE6
@@ -257,8 +257,7 @@ def trl_fields_dataclass(method:str) -> type:
     cls = method_spec(method).classes()[1]
     hints, skip = typing.get_type_hints(cls), RUN_FIELDS | {'output_dir'}  # output_dir: the run folder's trainer/
     def spec(f):
-        default = f.default_factory() if f.default is dataclasses.MISSING else f.default
-        said = f"{f.metadata.get('help') or ''} (TRL's default: {default!r})".replace('%', '%%')
+        said = f"{f.metadata.get('help') or ''} (TRL's default: {field_default(f)!r})".replace('%', '%%')
         return field(default=argparse.SUPPRESS, metadata={**f.metadata, 'help': said})
     return dataclasses.make_dataclass(f'{cls.__name__}Fields', [
         (f.name, hints[f.name], spec(f)) for f in dataclasses.fields(cls) if f.init and f.name not in skip],
@@ -301,7 +300,7 @@ def _run_parser_class() -> type:
             kind = field.type  # the one type, as transformers narrows a union: `X | None` and `X | str` to X
             if optional: kind = bool if bool in args else args[0] if args[1] is type(None) else args[1]
             elif str in args and len(args) > 1: kind = args[0] if args[1] is str else args[1]
-            kwargs = dict(field.metadata, default=field.default_factory() if field.default is dataclasses.MISSING else field.default)
+            kwargs = dict(field.metadata, default=field_default(field))
             aliases = kwargs.pop('aliases', [])  # transformers' metadata key, as it reads it
             names = [f'--{field.name}', *([f"--{field.name.replace('_', '-')}"] if '_' in field.name else []),
                      *([aliases] if isinstance(aliases, str) else aliases)]

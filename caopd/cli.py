@@ -10,8 +10,8 @@ from contextlib import contextmanager
 # %% auto #0
 __all__ = ['boolean', 'nonempty', 'BOOLEANS', 'Refusal', 'one_line', 'refusals', 'Rule', 'integer', 'real', 'one_of', 'named',
            'check_value', 'check_fields', 'json_object', 'to_bool', 'unknown_refusal', 'HelpFormatter', 'Parser',
-           'none_or', 'add_negation', 'add_flag', 'option', 'dataclass_parser', 'function_parser', 'command',
-           'with_arguments']
+           'none_or', 'add_negation', 'add_flag', 'option', 'field_default', 'dataclass_parser', 'function_parser',
+           'command', 'with_arguments']
 
 # %% ../nbs/00a_cli.ipynb #c005
 class Refusal(ValueError):
@@ -215,6 +215,11 @@ def option(help:str, # one line of help, shown by `caopd-... --help` and kept in
     "A dataclass field with its help, for `dataclass_parser`."
     return dataclasses.field(metadata={'help': help}, **kw)
 
+def field_default(f:dataclasses.Field):
+    "A dataclass field's default: its `default`, else a fresh `default_factory()`, else None (a field without one)."
+    if f.default is not dataclasses.MISSING: return f.default
+    return f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+
 def dataclass_parser(cls, # a dataclass whose fields carry their help in `metadata['help']` (`option`)
                      prog:str, # the command's name
                      description:str|None=None, # what the command does
@@ -223,9 +228,7 @@ def dataclass_parser(cls, # a dataclass whose fields carry their help in `metada
     p, hints = Parser(prog, description or cls.__doc__), typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
         if not f.init: continue
-        default = None if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING else \
-            f.default if f.default is not dataclasses.MISSING else f.default_factory()
-        add_flag(p, f.name, hints[f.name], default, f.metadata.get('help', ''))
+        add_flag(p, f.name, hints[f.name], field_default(f), f.metadata.get('help', ''))
     return p
 
 def function_parser(func, # a function whose parameters are documented by docments comments

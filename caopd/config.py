@@ -16,7 +16,7 @@ with warnings.catch_warnings():
     from trl.experimental.sdft import SDFTConfig
     from trl.experimental.sdpo import SDPOConfig
 
-from .cli import Refusal, check_fields, integer, one_of, real
+from .cli import Refusal, check_fields, field_default, integer, one_of, real
 from .domains import SDFT_TEACHER_TEMPLATE, SDPO_REPROMPT_TEMPLATE, SDPO_SOLUTION_TEMPLATE
 from .loss import PAPER_ALPHA
 from .paper import DEFAULT_LEARNING_RATE, TABLE6
@@ -337,9 +337,8 @@ def document_fields(cls, # a config dataclass
     lines = [f"Parameters (the ones set here; every other field is {backbone.__name__}'s: help({backbone.__name__})):"]
     for f in fields(cls):
         if f.name not in own: continue
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         kind = f.type if isinstance(f.type, str) else getattr(f.type, '__name__', str(f.type))
-        lines.append(f"    {f.name} (`{kind}`, defaults to `{default!r}`):")
+        lines.append(f"    {f.name} (`{kind}`, defaults to `{field_default(f)!r}`):")
         lines += textwrap.wrap(f.metadata.get('help', ''), 112, initial_indent=' ' * 8, subsequent_indent=' ' * 8)
     cls.__doc__ = f"{cls.__doc__.rstrip()}\n\n" + "\n".join(lines)
     return cls

@@ -6,7 +6,7 @@
 from __future__ import annotations
 import dataclasses, os
 
-from .cli import Refusal
+from .cli import Refusal, field_default
 from .arguments import RunSettings, prompt_limit
 from .runfolder import RunFolder
 from .settings import SETTINGS
@@ -60,10 +60,8 @@ def _fields_only(method:str, fields:dict):
     from caopd.baselines import method_spec
     spec = method_spec(method)
     cls = spec.classes()[1]
-    default = lambda f: (f.default if f.default is not dataclasses.MISSING else
-                         f.default_factory() if f.default_factory is not dataclasses.MISSING else None)
     args = object.__new__(cls)
-    vars(args).update({**{f.name: default(f) for f in dataclasses.fields(cls)}, **spec.defaults, **fields})
+    vars(args).update({**{f.name: field_default(f) for f in dataclasses.fields(cls)}, **spec.defaults, **fields})
     return args
 
 def readout_decimals(settings:RunSettings, # `resolve_settings(...)`

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib, dataclasses, logging, os, shlex, sys, time
 from pathlib import Path
 
-from .cli import Refusal, refusals
+from .cli import Refusal, field_default, refusals
 from .arguments import RunArguments, RunSettings, parse_args, resolve_settings
 from .launch import cuda_visible_devices, launch_command, server_command
 from .memory import run_memory_plan, server_plan
@@ -248,10 +248,9 @@ def dry_run(run:RunArguments, settings:RunSettings|None=None, verbose:bool=True)
     settings = settings or resolve_settings(dataclasses.replace(run, dry_run=True))  # a plan: no GPU or vLLM needed here
     folder = RunFolder(settings.out)
     args = build_trl_config(settings, folder)
-    default = lambda f: f.default_factory() if f.default is dataclasses.MISSING else f.default
     from transformers import TrainingArguments  # what transformers' __post_init__ makes of a default (debug '' -> [])
     plain, base = TrainingArguments(output_dir=str(folder.trainer)), {f.name: f for f in dataclasses.fields(TrainingArguments)}
-    same = lambda f, v: v == default(f) or (f.name in base and default(base[f.name]) == default(f)
+    same = lambda f, v: v == field_default(f) or (f.name in base and field_default(base[f.name]) == field_default(f)
                                             and v == getattr(plain, f.name))
     changed = {f.name: getattr(args, f.name) for f in dataclasses.fields(args)
                if f.init and not same(f, getattr(args, f.name)) and f.name != 'output_dir'}
